@@ -1,0 +1,52 @@
+/* Live socket throughput (bpf/). The preload and prophet-report use this; it hides whether the
+ * numbers come from an in-process probe, from prophet-bwmon's pinned maps, or from prophet-bwmon's
+ * shared-memory export. Counted: TCP payload bytes (IPv4 and IPv6) returned by sendmsg()/recvmsg()
+ * and everything built on them (send, write, sendfile/splice into a socket, io_uring), per process
+ * (tgid) and per host. Not counted: MSG_PEEK, UDP, RDMA/InfiniBand verbs, NVLink. */
+#ifndef PROPHET_BW_H
+#define PROPHET_BW_H
+
+#include <stdint.h>
+
+typedef struct prophet_bw prophet_bw_t;
+
+typedef enum prophet_bw_source {
+    PROPHET_BW_NONE = 0,
+    PROPHET_BW_INPROCESS, /* this process loaded the probe */
+    PROPHET_BW_DAEMON,    /* reading prophet-bwmon's pinned maps */
+    PROPHET_BW_DAEMON_SHM, /* reading prophet-bwmon's shared-memory export (bpf() refused) */
+} prophet_bw_source_t;
+
+typedef struct prophet_bw_sample {
+    int64_t t_us;      /* CLOCK_MONOTONIC time the counters were taken */
+    uint64_t tx_bytes; /* cumulative, this process (tgid) */
+    uint64_t rx_bytes;
+    uint64_t host_tx_bytes; /* cumulative, whole host */
+    uint64_t host_rx_bytes;
+    double tx_Bps; /* smoothed, this process (bytes per second) */
+    double rx_Bps;
+} prophet_bw_sample_t;
+
+/* Time constant of the smoothed rates: each read moves the rate towards the rate seen since the
+ * previous read by 1 - exp(-dt / PROPHET_BW_TAU_US); the first interval sets it directly. */
+#define PROPHET_BW_TAU_US 500000
+
+/* open modes: the values of prophet_bwmon_mode_t (config.h). */
+#define PROPHET_BW_OPEN_AUTO 0    /* prophet-bwmon if it runs, else in-process, (else NULL) */
+#define PROPHET_BW_OPEN_OFF 1     /* always NULL, reason "disabled" */
+#define PROPHET_BW_OPEN_PROCESS 2 /* only the in-process probe (root or CAP_BPF+CAP_PERFMON) */
+#define PROPHET_BW_OPEN_DAEMON 3  /* only prophet-bwmon: pinned maps, else its shm export */
+#define PROPHET_BW_OPEN_DAEMON_SHM 4 /* only prophet-bwmon's shm export (tests, diagnosis) */
+
+/* mode: PROPHET_BW_OPEN_*. pin_dir: prophet-bwmon's bpffs dir (NULL: /sys/fs/bpf/prophet).
+ * pid: the process to follow (<= 0: this one). Returns NULL (and a one-line reason in why) when no
+ * source can be had; never crashes, prints nothing (libbpf's output too, unless PROPHET_DEBUG=TRACE). */
+prophet_bw_t *prophet_bw_open(int mode, const char *pin_dir, int pid, char *why, int why_len);
+prophet_bw_source_t prophet_bw_source(const prophet_bw_t *bw);
+const char *prophet_bw_source_name(prophet_bw_source_t source); /* "in-process", "daemon", ... */
+/* Reads the counters now and updates the smoothed rates. 0 ok, negative errno on error
+ * (-ESTALE: prophet-bwmon stopped; close and open again). Not thread-safe per handle. */
+int prophet_bw_read(prophet_bw_t *bw, prophet_bw_sample_t *out);
+void prophet_bw_close(prophet_bw_t *bw);
+
+#endif

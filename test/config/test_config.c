@@ -1,0 +1,173 @@
+/* Data-driven tests of the PROPHET_* parser: data/valid.tsv (value accepted, field set) and
+ * data/invalid.tsv (one warning line naming the variable, field keeps its default). */
+#include "prophet/config.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct one_var {
+    const char *name, *value;
+} one_var_t;
+
+static const char *one_lookup(const char *name, void *ctx)
+{
+    one_var_t *v = ctx;
+    return strcmp(name, v->name) == 0 ? v->value : NULL;
+}
+
+static double field_value(const prophet_config_t *c, const char *field, int *found)
+{
+    *found = 1;
+    if (!strcmp(field, "bandwidth_Bps"))
+        return c->bandwidth_Bps;
+    if (!strcmp(field, "alpha_us"))
+        return c->alpha_us;
+    if (!strcmp(field, "fusion_bytes"))
+        return (double)c->fusion_bytes;
+    if (!strcmp(field, "bucket_bytes"))
+        return (double)c->bucket_bytes;
+    if (!strcmp(field, "credit_bytes"))
+        return (double)c->credit_bytes;
+    if (!strcmp(field, "stall_ms"))
+        return c->stall_ms;
+    if (!strcmp(field, "learn_iters"))
+        return c->learn_iters;
+    if (!strcmp(field, "replan_iters"))
+        return c->replan_iters;
+    if (!strcmp(field, "cycle_us"))
+        return c->cycle_us;
+    if (!strcmp(field, "disable"))
+        return c->disable;
+    if (!strcmp(field, "trace"))
+        return c->trace;
+    if (!strcmp(field, "debug"))
+        return c->debug;
+    if (!strcmp(field, "gate"))
+        return c->gate;
+    if (!strcmp(field, "policy"))
+        return c->policy;
+    if (!strcmp(field, "bwmon"))
+        return c->bwmon;
+    if (!strcmp(field, "log_iter_begin"))
+        return c->log_iter_begin;
+    if (!strcmp(field, "log_iter_end"))
+        return c->log_iter_end;
+    if (!strcmp(field, "log_dir"))
+        return (double)strlen(c->log_dir);
+    *found = 0;
+    return 0;
+}
+
+static int close_enough(double a, double b)
+{
+    return fabs(a - b) <= 1e-9 * fmax(1.0, fabs(b));
+}
+
+/* Splits a TSV line in place into up to 4 fields; returns the count. */
+static int split_tsv(char *line, char **f)
+{
+    int n = 0;
+    line[strcspn(line, "\r\n")] = '\0';
+    f[n++] = line;
+    for (char *p = line; *p && n < 4; p++) {
+        if (*p == '\t') {
+            *p = '\0';
+            f[n++] = p + 1;
+        }
+    }
+    return n;
+}
+
+static int run_file(const char *dir, const char *file, int valid)
+{
+    char path[1024], line[1024], errs[2048];
+    prophet_config_t defaults, cfg;
+    int failures = 0, cases = 0;
+    FILE *fp;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, file);
+    if (!(fp = fopen(path, "r"))) {
+        perror(path);
+        return 1;
+    }
+    prophet_config_defaults(&defaults);
+    while (fgets(line, sizeof(line), fp)) {
+        char *f[4];
+        int n, found, nerr;
+        one_var_t var;
+        double got, want;
+
+        if (line[0] == '#' || line[0] == '\n')
+            continue;
+        n = split_tsv(line, f);
+        if (n < 3 || (valid && n < 4)) {
+            fprintf(stderr, "%s: malformed line\n", path);
+            failures++;
+            continue;
+        }
+        cases++;
+        var.name = f[0];
+        var.value = f[1];
+        nerr = prophet_config_parse(&cfg, one_lookup, &var, errs, sizeof(errs));
+        got = field_value(&cfg, f[2], &found);
+        want = valid ? strtod(f[3], NULL) : field_value(&defaults, f[2], &found);
+        if (!found) {
+            fprintf(stderr, "%s: unknown field %s\n", path, f[2]);
+            failures++;
+        } else if (valid && (nerr != 0 || !close_enough(got, want))) {
+            fprintf(stderr, "FAIL %s=%s: %s=%g want %g (errors %d: %s)\n", f[0], f[1], f[2], got,
+                    want, nerr, errs);
+            failures++;
+        } else if (!valid && (nerr != 1 || !close_enough(got, want) || !strstr(errs, f[0]) ||
+                              strncmp(errs, "prophet: WARN ", 14) != 0 ||
+                              strchr(errs, '\n') != errs + strlen(errs) - 1)) {
+            fprintf(stderr, "FAIL invalid %s=\"%s\": errors=%d %s=%g default %g msg=[%s]\n", f[0],
+                    f[1], nerr, f[2], got, want, errs);
+            failures++;
+        }
+    }
+    fclose(fp);
+    printf("%s: %d cases, %d failures\n", file, cases, failures);
+    return failures || cases == 0;
+}
+
+static int check_defaults(void)
+{
+    prophet_config_t c;
+    one_var_t none = {"PROPHET_NOTHING", NULL};
+    int bad = prophet_config_parse(&c, one_lookup, &none, NULL, 0);
+    if (bad != 0 || c.disable || c.gate != PROPHET_GATE_CALL || c.stall_ms != 50 ||
+        c.learn_iters != 5 || c.bucket_bytes != 25ull << 20 || c.log_dir[0] != '\0' ||
+        strcmp(c.cuda_lib, "libcuda.so.1") != 0 || c.alpha_us >= 0) {
+        fprintf(stderr, "FAIL defaults\n");
+        return 1;
+    }
+    return 0;
+}
+
+static int check_names(void)
+{
+    prophet_policy_t p;
+    for (int i = 0; i < PROPHET_POLICY_COUNT; i++) {
+        if (prophet_policy_from_name(prophet_policy_name((prophet_policy_t)i), &p) || (int)p != i) {
+            fprintf(stderr, "FAIL policy name round trip %d\n", i);
+            return 1;
+        }
+    }
+    return prophet_policy_from_name(NULL, &p) != -1 || strcmp(prophet_policy_name(99), "unknown");
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = argc > 1 ? argv[1] : "data";
+    int rc = 0;
+    rc |= check_defaults();
+    rc |= check_names();
+    rc |= run_file(dir, "valid.tsv", 1);
+    rc |= run_file(dir, "invalid.tsv", 0);
+    printf(rc ? "config: FAILED\n" : "config: all passed\n");
+    return rc;
+}
