@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, and runs the suite with ctest.
 #   scripts/test.sh            normal build + all default tests, then ASan+UBSan and TSan passes
+#                              over the tests labelled `sanitize`, then short libFuzzer runs
 #   scripts/test.sh --quick    normal build + default tests only
 #   scripts/test.sh --long     also the tests labelled `long`
 # Build trees: build/ (normal), build-asan/, build-tsan/. Exit status: ctest's.
@@ -11,7 +12,7 @@ for a in "$@"; do
   case "$a" in
     --quick) quick=1 ;;
     --long) long=1 ;;
-    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown option $a" >&2; exit 2 ;;
   esac
 done
@@ -42,5 +43,7 @@ if [ $quick -eq 0 ]; then
   export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
   run_suite build-asan -DPROPHET_SANITIZE=address -- -L sanitize || rc=1
   run_suite build-tsan -DPROPHET_SANITIZE=thread -- -L sanitize || rc=1
+  # Short libFuzzer runs (clang) over the seed corpora in test/fuzz/corpus.
+  CC=clang run_suite build-fuzz -DPROPHET_FUZZ=ON -- -L fuzz || rc=1
 fi
 exit $rc

@@ -43,14 +43,17 @@ typedef struct prophet_step {
 typedef struct prophet_profile {
     uint32_t n_calls;
     prophet_call_sig_t sig[PROPHET_MAX_CALLS];
-    double ready_us[PROPHET_MAX_CALLS]; /* robust (median) readiness offset from the first call */
-    double spread_us[PROPHET_MAX_CALLS]; /* robust spread (MAD) of that offset */
+    double ready_us[PROPHET_MAX_CALLS];   /* robust (median) readiness offset from the first call */
+    double spread_us[PROPHET_MAX_CALLS];  /* robust spread (MAD) of that offset */
     uint32_t priority[PROPHET_MAX_CALLS]; /* 0 = most urgent (needed first by the next forward) */
     uint32_t n_steps;
     prophet_step_t steps[PROPHET_MAX_CALLS];
-    double iteration_us;  /* median time between iteration starts */
-    double forward_us;    /* estimated: iteration start to first gradient ready (0 if unknown) */
+    double iteration_us; /* median time between iteration starts */
+    double forward_us;   /* estimated: iteration start to first gradient ready (0 if unknown) */
     uint32_t iterations_seen;
+    /* Added by sched/: end of the backward pass on the ready_us clock (the simulator uses
+     * max(backward_us, last ready)); a learned profile sets it to the last call's offset. */
+    double backward_us;
 } prophet_profile_t;
 
 prophet_learner_t *prophet_learner_new(const prophet_learner_opts_t *opts);
@@ -63,15 +66,25 @@ void prophet_learner_free(prophet_learner_t *l);
  * the sequence of signatures, never on time, so every rank finds the same ones. */
 int prophet_learner_observe(prophet_learner_t *l, const prophet_call_sig_t *sig, int64_t ready_us,
                             uint32_t *index);
+/* Returns 0, -EINVAL (bad argument), or -ENOENT when that iteration/index is not (or no longer)
+ * tracked, which is harmless: the sample is dropped. `iteration` is prophet_learner_iteration()
+ * read right after the call was observed. */
 int prophet_learner_set_ready(prophet_learner_t *l, uint64_t iteration, uint32_t index,
                               int64_t ready_us);
 uint64_t prophet_learner_iteration(const prophet_learner_t *l); /* current iteration number */
-const prophet_profile_t *prophet_learner_profile(const prophet_learner_t *l); /* NULL if not ready */
+/* The learned profile, NULL while not ready. */
+const prophet_profile_t *prophet_learner_profile(const prophet_learner_t *l);
 
 /* Step detection on a readiness vector (exposed for tests and the simulator). Prophet's rule: a
  * boundary where the gap to the next gradient exceeds `factor` times the mean gap. */
 int prophet_steps_detect(const double *ready_us, uint32_t n, double factor, prophet_step_t *steps,
                          uint32_t *n_steps);
+/* The rule the learner uses: gaps on a log scale (1 us floor) split into within-step and
+ * between-step classes by the threshold of largest between-class variance (Otsu), accepted only
+ * when the classes' median gaps differ by at least `factor`. One huge gap does not hide the
+ * others (it does with the mean rule). Same outputs and errors as prophet_steps_detect. */
+int prophet_steps_detect_robust(const double *ready_us, uint32_t n, double factor,
+                                prophet_step_t *steps, uint32_t *n_steps);
 
 /* ---- network model ---------------------------------------------------------------------- */
 typedef struct prophet_netmodel prophet_netmodel_t;
@@ -84,14 +97,19 @@ typedef enum prophet_net_source {
 } prophet_net_source_t;
 
 typedef struct prophet_net {
-    double alpha_us;     /* per-operation cost */
+    double alpha_us;      /* per-operation cost */
     double bandwidth_Bps; /* bytes of all-reduce payload per second (algorithm bandwidth) */
     prophet_net_source_t source;
 } prophet_net_t;
 
 prophet_netmodel_t *prophet_netmodel_new(const prophet_net_t *initial);
 void prophet_netmodel_free(prophet_netmodel_t *m);
-/* A completed operation (or block) of `bytes` payload that took `dur_us`, `n_ops` NCCL ops fused. */
+/* Pins alpha (>= 0; < 0 = keep fitting it) and/or the bandwidth (> 0; 0 = keep fitting it):
+ * PROPHET_ALPHA_US / PROPHET_BANDWIDTH. A model created with source PROPHET_NET_FIXED pins both. */
+int prophet_netmodel_fix(prophet_netmodel_t *m, double alpha_us, double bandwidth_Bps);
+/* A completed operation (or block) of `bytes` payload that took `dur_us`, `n_ops` NCCL ops fused.
+ * bandwidth_Bps everywhere in sched/ is all-reduce payload bytes per second (algorithm
+ * bandwidth); probe samples must be converted to that unit by the caller. */
 int prophet_netmodel_observe(prophet_netmodel_t *m, uint64_t bytes, uint32_t n_ops, double dur_us);
 /* Live throughput from the probe, bytes/s, at time t_us. */
 int prophet_netmodel_probe(prophet_netmodel_t *m, double bps, int64_t t_us);
@@ -101,9 +119,9 @@ int prophet_netmodel_changed(prophet_netmodel_t *m);
 
 /* ---- plans and planners ----------------------------------------------------------------- */
 typedef struct prophet_plan {
-    uint32_t version;  /* increases with every new plan */
+    uint32_t version; /* increases with every new plan */
     prophet_policy_t policy;
-    uint32_t n_calls;  /* must equal the profile's n_calls to apply */
+    uint32_t n_calls; /* must equal the profile's n_calls to apply */
     uint32_t n_blocks;
     uint32_t block_first[PROPHET_MAX_CALLS]; /* index of each block's first call, ascending */
     double predicted_iteration_us;
@@ -143,8 +161,11 @@ int prophet_engine_closes_block(const prophet_engine_t *e, uint32_t index);
 uint32_t prophet_engine_block_of(const prophet_engine_t *e, uint32_t index);
 
 /* ---- simulator -------------------------------------------------------------------------- */
+/* Algorithm bandwidth of a ring all-reduce over links of link_Bps: L * N / (2 (N - 1)). */
+double prophet_ring_algbw(double link_Bps, uint32_t ranks);
+
 typedef struct prophet_sim_opts {
-    uint32_t ranks;
+    uint32_t ranks;     /* informational: net->bandwidth_Bps is already the algorithm bandwidth */
     int wait_per_layer; /* 1: layer i's next forward waits only for gradient i */
 } prophet_sim_opts_t;
 
@@ -158,10 +179,11 @@ typedef struct prophet_sim_result {
  * An all-reduce block of B bytes costs alpha + B / bandwidth; blocks run in order, each starting at
  * max(previous end, its last member ready). */
 int prophet_sim_run(const prophet_sim_opts_t *opts, const prophet_profile_t *profile,
-                    const prophet_net_t *net, const prophet_plan_t *plan, prophet_sim_result_t *out);
+                    const prophet_net_t *net, const prophet_plan_t *plan,
+                    prophet_sim_result_t *out);
 
-/* Loads a prophet-profile/1 JSON text into a profile (ready_us from the file). errbuf gets a one-line
- * reason on failure. (jansson is allowed in sched/.) */
+/* Loads a prophet-profile/1 JSON text into a profile (ready_us from the file). errbuf gets a
+ * one-line reason on failure. (jansson is allowed in sched/.) */
 int prophet_profile_from_json(const char *text, size_t len, prophet_profile_t *out, char *errbuf,
                               size_t errlen);
 

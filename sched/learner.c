@@ -1,0 +1,456 @@
+/* Profile learner: finds the iteration in the program-order stream of schedulable calls and
+ * learns each call's readiness offset.
+ *
+ * Period (signatures only, never time, so every rank finds the same boundaries):
+ *  - m[P] counts how many consecutive recent calls equal the call P positions earlier. While
+ *    searching, the smallest P with m[P] >= 2P (the last three P-windows are equal) locks.
+ *  - Locked, each call must equal the call one period earlier; the first mismatch breaks the lock
+ *    (PROPHET_LEARN_RELEARN: profile dropped), the broken period's template (P and a
+ *    rotation-invariant hash of its signatures) is rejected from then on, and the search resumes
+ *    with m[] recomputed from the history. Rejection is what makes sub-periods harmless: a model
+ *    of identical layers repeats one layer's signatures for a while, locks on it, breaks at the
+ *    embeddings and never locks on that layer again, so the whole iteration locks next.
+ *  - Phase: the periodic region found from m[P] starts at s. PyTorch DDP's first iteration has
+ *    other buckets, possibly with a tail equal to the later ones, so s may sit inside the first
+ *    stable iteration; but every iteration all-reduces the same gradients, so the first
+ *    iteration carries the same total bytes as one period. The boundary is the position in
+ *    [s, s + P) at which the bytes since the anchor (stream start, or the start of the
+ *    iteration in which the last lock broke) are a whole number of periods (unique: bytes are
+ *    positive), else s itself. A clean stream (first iteration like the others) gives 0.
+ *
+ * Readiness: a window of the last W iterations' ready times. Offsets are taken from each
+ * iteration's first call, then every iteration is re-aligned by the median of its offsets'
+ * differences to the per-call medians (one late first call does not shift a whole iteration),
+ * and the profile holds the per-call median offset and MAD. The profile is (re)built when
+ * learn_iters iterations have completed since the lock and then every learn_iters iterations.
+ * Every flag (ITER_START, READY, RELEARN) is a function of the signature sequence only, so all
+ * ranks see each flag at the same call; only the profile's timing content differs per rank.
+ * Known limit: a model of many identical layers looks periodic per layer in its first
+ * iterations; that sub-period may even become READY before it breaks (RELEARN) at the end of
+ * the layer run. Its template is then rejected for good, so this happens only in the first two
+ * or three iterations. A rejected template stays rejected (64 remembered) even if the job later
+ * returns to exactly that sequence.
+ * Priority: backward produces the last layer's gradient first, so priority = n - 1 - index. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched_internal.h"
+
+#define K_COPIES 3
+#define MAX_WINDOW 32
+#define MIN_WINDOW 8
+#define MAX_REJECT 64
+
+typedef struct hist_ent {
+    uint64_t h;
+    uint64_t cum; /* bytes of all calls before this one since the stream began */
+    int64_t ready;
+    prophet_call_sig_t sig;
+} hist_ent_t;
+
+struct prophet_learner {
+    uint32_t learn_iters, maxc, hn, w;
+    hist_ent_t *hist; /* ring of hn entries, indexed by absolute position */
+    uint64_t pos, total_bytes;
+    uint32_t *m; /* m[P], P = 1..maxc */
+    /* lock */
+    int locked;
+    uint32_t period, idx;
+    uint64_t phase_start, tmpl_hash;
+    uint64_t anchor_pos, anchor_cum;
+    uint64_t iter;
+    /* rejected templates */
+    uint64_t rej[MAX_REJECT];
+    uint32_t n_rej, rej_head;
+    /* readiness window: slot = iteration % w */
+    double *win; /* w x maxc */
+    uint64_t win_tag[MAX_WINDOW];
+    uint8_t win_used[MAX_WINDOW];
+    uint32_t done_iters, since_build;
+    int ready;
+    prophet_profile_t *profile;
+    prophet_call_sig_t *tmpl;
+    double *scratch, *scratch2; /* >= max(w, maxc) */
+};
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    return x ^ (x >> 33);
+}
+
+static uint64_t sig_key(const prophet_call_sig_t *s)
+{
+    uint64_t h = mix64(s->comm_id + 0x9e3779b97f4a7c15ull);
+
+    h = mix64(h ^ s->count);
+    h = mix64(h ^ ((uint64_t)(uint32_t)s->dtype << 32 | (uint32_t)s->op));
+    return mix64(h ^ s->bytes);
+}
+
+static hist_ent_t *H(const prophet_learner_t *l, uint64_t p)
+{
+    return &l->hist[p % l->hn];
+}
+
+static uint64_t oldest(const prophet_learner_t *l)
+{
+    return l->pos > l->hn ? l->pos - l->hn : 0;
+}
+
+prophet_learner_t *prophet_learner_new(const prophet_learner_opts_t *opts)
+{
+    prophet_learner_t *l;
+    uint32_t big;
+
+    if (!opts || opts->learn_iters < 2 || opts->max_calls == 0 ||
+        opts->max_calls > PROPHET_MAX_CALLS)
+        return NULL;
+    l = calloc(1, sizeof(*l));
+    if (!l)
+        return NULL;
+    l->learn_iters = opts->learn_iters;
+    l->maxc = opts->max_calls;
+    l->hn = (K_COPIES + 1) * l->maxc + 16;
+    l->w = opts->learn_iters < MIN_WINDOW ? MIN_WINDOW : opts->learn_iters;
+    if (l->w > MAX_WINDOW)
+        l->w = MAX_WINDOW;
+    big = l->w > l->maxc ? l->w : l->maxc;
+    l->hist = calloc(l->hn, sizeof(*l->hist));
+    l->m = calloc(l->maxc + 1, sizeof(*l->m));
+    l->win = calloc((size_t)l->w * l->maxc, sizeof(*l->win));
+    l->profile = calloc(1, sizeof(*l->profile));
+    l->tmpl = calloc(l->maxc, sizeof(*l->tmpl));
+    l->scratch = calloc(big, sizeof(double));
+    l->scratch2 = calloc(big, sizeof(double));
+    if (!l->hist || !l->m || !l->win || !l->profile || !l->tmpl || !l->scratch || !l->scratch2) {
+        prophet_learner_free(l);
+        return NULL;
+    }
+    return l;
+}
+
+void prophet_learner_free(prophet_learner_t *l)
+{
+    if (!l)
+        return;
+    free(l->hist);
+    free(l->m);
+    free(l->win);
+    free(l->profile);
+    free(l->tmpl);
+    free(l->scratch);
+    free(l->scratch2);
+    free(l);
+}
+
+uint64_t prophet_learner_iteration(const prophet_learner_t *l)
+{
+    return l ? l->iter : 0;
+}
+
+const prophet_profile_t *prophet_learner_profile(const prophet_learner_t *l)
+{
+    return l && l->ready ? l->profile : NULL;
+}
+
+/* Rotation-invariant hash of the P calls ending at position `end` (inclusive). */
+static uint64_t template_hash(const prophet_learner_t *l, uint64_t end, uint32_t P)
+{
+    uint64_t h = mix64(P), i;
+
+    for (i = 0; i < P; i++)
+        h += mix64(H(l, end - i)->h);
+    return h;
+}
+
+static int rejected(const prophet_learner_t *l, uint64_t th)
+{
+    for (uint32_t i = 0; i < l->n_rej; i++)
+        if (l->rej[i] == th)
+            return 1;
+    return 0;
+}
+
+static void reject(prophet_learner_t *l, uint64_t th)
+{
+    if (rejected(l, th))
+        return;
+    l->rej[l->rej_head] = th;
+    l->rej_head = (l->rej_head + 1) % MAX_REJECT;
+    if (l->n_rej < MAX_REJECT)
+        l->n_rej++;
+}
+
+static double *slot_of(prophet_learner_t *l, uint64_t iter)
+{
+    return &l->win[(size_t)(iter % l->w) * l->maxc];
+}
+
+static void slot_open(prophet_learner_t *l, uint64_t iter)
+{
+    double *r = slot_of(l, iter);
+
+    for (uint32_t i = 0; i < l->period; i++)
+        r[i] = NAN;
+    l->win_tag[iter % l->w] = iter;
+    l->win_used[iter % l->w] = 1;
+}
+
+static int slot_valid(const prophet_learner_t *l, uint64_t iter)
+{
+    return l->win_used[iter % l->w] && l->win_tag[iter % l->w] == iter;
+}
+
+/* Builds the profile from the completed iterations newest, newest-1, ... still in the window.
+ * Never fails, so that READY depends on the signature sequence only (same call on every rank):
+ * a call without any readiness sample inherits its predecessor's offset (0 for all when no
+ * iteration has data). */
+static void build_profile(prophet_learner_t *l, uint64_t newest)
+{
+    prophet_profile_t *p = l->profile;
+    uint32_t P = l->period, i, k, c, nit = 0;
+    uint64_t its[MAX_WINDOW];
+    double origin[MAX_WINDOW];
+    double *v = l->scratch, *v2 = l->scratch2, span = 0;
+    double med1[PROPHET_MAX_CALLS];
+
+    for (k = 0; k < l->w && k <= newest; k++) { /* completed iterations, newest first */
+        uint64_t it = newest - k;
+
+        if (slot_valid(l, it) && !isnan(slot_of(l, it)[0]))
+            its[nit++] = it;
+    }
+    /* Pass 1: offsets from each iteration's first call; per-call medians. */
+    for (i = 0; i < P; i++) {
+        for (k = c = 0; k < nit; k++) {
+            const double *r = slot_of(l, its[k]);
+
+            if (!isnan(r[i]))
+                v[c++] = r[i] - r[0];
+        }
+        med1[i] = c ? prophet_median(v, c) : NAN;
+    }
+    /* Pass 2: re-align each iteration by its median deviation from the per-call medians. */
+    for (k = 0; k < nit; k++) {
+        const double *r = slot_of(l, its[k]);
+
+        for (i = c = 0; i < P; i++)
+            if (!isnan(r[i]) && !isnan(med1[i]))
+                v[c++] = r[i] - r[0] - med1[i];
+        origin[k] = r[0] + (c ? prophet_median(v, c) : 0);
+    }
+    for (i = 0; i < P; i++) {
+        for (k = c = 0; k < nit; k++) {
+            const double *r = slot_of(l, its[k]);
+
+            if (!isnan(r[i]))
+                v[c++] = r[i] - origin[k];
+        }
+        if (c == 0) { /* no sample: as early as the call before it */
+            p->ready_us[i] = i ? p->ready_us[i - 1] : 0;
+            p->spread_us[i] = 0;
+            continue;
+        }
+        memcpy(v2, v, sizeof(double) * c);
+        p->ready_us[i] = prophet_median(v, c);
+        p->spread_us[i] = prophet_mad(v2, c, p->ready_us[i]);
+    }
+    for (i = P; i-- > 0;) /* offsets from the first call */
+        p->ready_us[i] -= p->ready_us[0];
+    for (i = 0; i < P; i++) {
+        p->sig[i] = l->tmpl[i];
+        p->priority[i] = P - 1 - i;
+        if (p->ready_us[i] > span)
+            span = p->ready_us[i];
+    }
+    p->n_calls = P;
+    p->backward_us = span;
+    /* Iteration time: median distance between aligned origins of consecutive iterations. */
+    for (k = c = 0; k + 1 < nit; k++)
+        if (its[k] == its[k + 1] + 1)
+            v[c++] = origin[k] - origin[k + 1];
+    p->iteration_us = c ? prophet_median(v, c) : 0;
+    p->forward_us = p->iteration_us > span ? p->iteration_us - span : 0;
+    p->iterations_seen = nit;
+    prophet_steps_detect_robust(p->ready_us, P, 2.0, p->steps, &p->n_steps);
+}
+
+/* m[P] for the newest position, recomputed from the history. */
+static void recompute_runs(prophet_learner_t *l)
+{
+    uint64_t t = l->pos - 1, lo = oldest(l);
+    uint32_t P;
+
+    for (P = 1; P <= l->maxc; P++) {
+        uint32_t r = 0;
+
+        while (t >= lo + P + r && H(l, t - r)->h == H(l, t - r - P)->h)
+            r++;
+        l->m[P] = r;
+    }
+}
+
+static void update_runs(prophet_learner_t *l)
+{
+    uint64_t t = l->pos - 1, lo = oldest(l);
+    uint32_t base = (uint32_t)(t % l->hn), P, lim = l->maxc;
+    uint64_t h = l->hist[base].h;
+
+    if (t - lo < lim) /* only periods with a partner in the history */
+        lim = (uint32_t)(t - lo);
+    for (P = 1; P <= lim; P++) { /* hot while searching: no division per period */
+        uint32_t k = base >= P ? base - P : base + l->hn - P;
+
+        l->m[P] = l->hist[k].h == h ? l->m[P] + 1 : 0;
+    }
+    /* m[P] for longer periods stays 0: nothing set it since recompute_runs() or creation. */
+}
+
+/* Closes the iteration that just ended and decides whether the profile is (re)built. */
+static int finish_iteration(prophet_learner_t *l)
+{
+    int flags = 0;
+
+    l->done_iters++;
+    l->since_build++;
+    if (l->done_iters >= l->learn_iters && (!l->ready || l->since_build >= l->learn_iters)) {
+        build_profile(l, l->iter);
+        l->ready = 1;
+        l->since_build = 0;
+        flags |= PROPHET_LEARN_READY;
+    }
+    return flags;
+}
+
+static int lock(prophet_learner_t *l, uint32_t P)
+{
+    uint64_t t = l->pos - 1, lo = oldest(l), s, k, q, period_bytes;
+    uint32_t j, c;
+    int flags = 0;
+
+    s = t + 1 - l->m[P] - P;
+    if (s < lo)
+        s = lo;
+    period_bytes = l->total_bytes - H(l, t + 1 - P)->cum;
+    k = s;
+    for (q = s; period_bytes > 0 && q < s + P && q <= t; q++) {
+        if (q >= l->anchor_pos && (H(l, q)->cum - l->anchor_cum) % period_bytes == 0) {
+            k = q;
+            break;
+        }
+    }
+    l->locked = 1;
+    l->period = P;
+    l->idx = (uint32_t)((t - k) % P);
+    l->phase_start = t - l->idx;
+    l->tmpl_hash = template_hash(l, t, P);
+    for (j = 0; j < P; j++)
+        l->tmpl[j] = H(l, t - (l->idx + P - j) % P)->sig;
+    l->iter += l->w; /* fresh numbers, with room for the iterations found in the history */
+    l->ready = 0;
+    l->done_iters = l->since_build = 0;
+    memset(l->win_used, 0, sizeof(l->win_used));
+    /* Complete iterations still in the history count as observed. */
+    for (c = 1; c < l->w && l->phase_start >= (uint64_t)c * P + (k > lo ? k : lo); c++) {
+        uint64_t start = l->phase_start - (uint64_t)c * P;
+        double *r;
+
+        slot_open(l, l->iter - c);
+        r = slot_of(l, l->iter - c);
+        for (j = 0; j < P; j++)
+            r[j] = H(l, start + j)->ready >= 0 ? (double)H(l, start + j)->ready : NAN;
+        l->done_iters++;
+    }
+    slot_open(l, l->iter);
+    for (q = l->phase_start; q <= t; q++)
+        if (H(l, q)->ready >= 0)
+            slot_of(l, l->iter)[q - l->phase_start] = (double)H(l, q)->ready;
+    if (l->done_iters >= l->learn_iters) {
+        build_profile(l, l->iter - 1);
+        l->ready = 1;
+        flags |= PROPHET_LEARN_READY;
+    }
+    if (l->idx == 0)
+        flags |= PROPHET_LEARN_ITER_START;
+    return flags;
+}
+
+static void unlock(prophet_learner_t *l)
+{
+    reject(l, l->tmpl_hash);
+    l->anchor_pos = l->phase_start;
+    l->anchor_cum = H(l, l->phase_start)->cum;
+    l->locked = 0;
+    l->ready = 0;
+    recompute_runs(l);
+}
+
+int prophet_learner_observe(prophet_learner_t *l, const prophet_call_sig_t *sig, int64_t ready_us,
+                            uint32_t *index)
+{
+    hist_ent_t *e;
+    uint64_t t;
+    uint32_t P, lim;
+    int flags = 0;
+
+    if (index)
+        *index = UINT32_MAX;
+    if (!l || !sig)
+        return -EINVAL;
+    t = l->pos;
+    e = H(l, t);
+    e->h = sig_key(sig);
+    e->sig = *sig;
+    e->cum = l->total_bytes;
+    e->ready = ready_us;
+    l->total_bytes += sig->bytes;
+    l->pos++;
+
+    if (l->locked) {
+        if (t >= l->period && H(l, t - l->period)->h == e->h) {
+            l->idx = (l->idx + 1) % l->period;
+            if (l->idx == 0) {
+                flags |= finish_iteration(l) | PROPHET_LEARN_ITER_START;
+                l->iter++;
+                l->phase_start = t;
+                slot_open(l, l->iter);
+            }
+            if (ready_us >= 0)
+                slot_of(l, l->iter)[l->idx] = (double)ready_us;
+            if (index)
+                *index = l->idx;
+            return flags;
+        }
+        unlock(l);
+        flags |= PROPHET_LEARN_RELEARN;
+    } else {
+        update_runs(l);
+    }
+    lim = t < l->maxc ? (uint32_t)t : l->maxc;
+    for (P = 1; P <= lim; P++) {
+        if (l->m[P] >= (K_COPIES - 1) * P && !rejected(l, template_hash(l, t, P))) {
+            flags |= lock(l, P);
+            if (index)
+                *index = l->idx;
+            break;
+        }
+    }
+    return flags;
+}
+
+int prophet_learner_set_ready(prophet_learner_t *l, uint64_t iteration, uint32_t index,
+                              int64_t ready_us)
+{
+    if (!l || ready_us < 0)
+        return -EINVAL;
+    if (!l->locked || index >= l->period || iteration > l->iter || !slot_valid(l, iteration))
+        return -ENOENT; /* not (or no longer) tracked: harmless */
+    slot_of(l, iteration)[index] = (double)ready_us;
+    return 0;
+}

@@ -1,0 +1,164 @@
+/* Plan wire form and signature hash.
+ *
+ * Wire form (PROPHET_PLAN_WIRE_BYTES, little-endian, fixed size so that every rank broadcasts the
+ * same count):
+ *   0  u32 magic "PRPL"        4  u16 wire version (1)   6  u16 reserved (0)
+ *   8  u32 plan version       12  u32 policy           16  u32 n_calls     20  u32 n_blocks
+ *   24 u64 predicted_iteration_us (IEEE-754 bits)      32  u64 sig_hash
+ *   40 u64 checksum: FNV-1a 64 of the whole buffer with this field zeroed
+ *   48..63 zero
+ *   64 u32 block_first[PROPHET_MAX_CALLS] (entries past n_blocks are zero)
+ * unpack rejects anything else with -EINVAL: wrong size, magic, version, checksum, counts, or
+ * block starts that are not a partition (first 0, strictly ascending, below n_calls). */
+#include <errno.h>
+#include <string.h>
+
+#include "sched_internal.h"
+
+#define PLAN_MAGIC 0x4c505250u /* "PRPL" little-endian */
+#define PLAN_WIRE_VERSION 1
+#define OFF_CHECKSUM 40
+#define OFF_BLOCKS 64
+#define FNV_OFFSET 0xcbf29ce484222325ull
+#define FNV_PRIME 0x100000001b3ull
+
+_Static_assert(OFF_BLOCKS + 4 * PROPHET_MAX_CALLS == PROPHET_PLAN_WIRE_BYTES, "wire layout");
+
+static uint64_t fnv1a(uint64_t h, const uint8_t *p, size_t n)
+{
+    while (n--) {
+        h ^= *p++;
+        h *= FNV_PRIME;
+    }
+    return h;
+}
+
+static void put_u16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put_u64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint16_t get_u16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint32_t get_u32(const uint8_t *p)
+{
+    uint32_t v = 0;
+
+    for (int i = 3; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static uint64_t get_u64(const uint8_t *p)
+{
+    uint64_t v = 0;
+
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static uint64_t wire_checksum(const uint8_t *b)
+{
+    static const uint8_t zero[8];
+    uint64_t h = fnv1a(FNV_OFFSET, b, OFF_CHECKSUM);
+
+    h = fnv1a(h, zero, sizeof(zero));
+    return fnv1a(h, b + OFF_CHECKSUM + 8, PROPHET_PLAN_WIRE_BYTES - OFF_CHECKSUM - 8);
+}
+
+int prophet_plan_pack(const prophet_plan_t *plan, void *buf, size_t len)
+{
+    uint8_t *b = buf;
+    uint64_t bits;
+    uint32_t i;
+
+    if (!plan || !buf || len < PROPHET_PLAN_WIRE_BYTES || plan->n_calls > PROPHET_MAX_CALLS ||
+        plan->n_blocks > plan->n_calls || (unsigned)plan->policy >= PROPHET_POLICY_COUNT)
+        return -EINVAL;
+    memset(b, 0, PROPHET_PLAN_WIRE_BYTES);
+    put_u32(b, PLAN_MAGIC);
+    put_u16(b + 4, PLAN_WIRE_VERSION);
+    put_u32(b + 8, plan->version);
+    put_u32(b + 12, (uint32_t)plan->policy);
+    put_u32(b + 16, plan->n_calls);
+    put_u32(b + 20, plan->n_blocks);
+    memcpy(&bits, &plan->predicted_iteration_us, sizeof(bits));
+    put_u64(b + 24, bits);
+    put_u64(b + 32, plan->sig_hash);
+    for (i = 0; i < plan->n_blocks; i++)
+        put_u32(b + OFF_BLOCKS + 4 * i, plan->block_first[i]);
+    put_u64(b + OFF_CHECKSUM, wire_checksum(b));
+    return PROPHET_PLAN_WIRE_BYTES;
+}
+
+int prophet_plan_unpack(prophet_plan_t *plan, const void *buf, size_t len)
+{
+    const uint8_t *b = buf;
+    uint32_t n_calls, n_blocks, policy, i, prev = 0;
+    uint64_t bits;
+
+    if (!plan || !buf || len < PROPHET_PLAN_WIRE_BYTES)
+        return -EINVAL;
+    if (get_u32(b) != PLAN_MAGIC || get_u16(b + 4) != PLAN_WIRE_VERSION || get_u16(b + 6) != 0 ||
+        get_u64(b + OFF_CHECKSUM) != wire_checksum(b))
+        return -EINVAL;
+    policy = get_u32(b + 12);
+    n_calls = get_u32(b + 16);
+    n_blocks = get_u32(b + 20);
+    if (policy >= PROPHET_POLICY_COUNT || n_calls == 0 || n_calls > PROPHET_MAX_CALLS ||
+        n_blocks == 0 || n_blocks > n_calls)
+        return -EINVAL;
+    for (i = 0; i < n_blocks; i++) {
+        uint32_t f = get_u32(b + OFF_BLOCKS + 4 * i);
+
+        if ((i == 0 && f != 0) || (i > 0 && f <= prev) || f >= n_calls)
+            return -EINVAL;
+        prev = f;
+    }
+    plan->version = get_u32(b + 8);
+    plan->policy = (prophet_policy_t)policy;
+    plan->n_calls = n_calls;
+    plan->n_blocks = n_blocks;
+    bits = get_u64(b + 24);
+    memcpy(&plan->predicted_iteration_us, &bits, sizeof(bits));
+    plan->sig_hash = get_u64(b + 32);
+    for (i = 0; i < n_blocks; i++)
+        plan->block_first[i] = get_u32(b + OFF_BLOCKS + 4 * i);
+    return 0;
+}
+
+uint64_t prophet_sig_hash(const prophet_call_sig_t *sig, uint32_t n)
+{
+    uint8_t rec[32];
+    uint64_t h = FNV_OFFSET;
+    uint32_t i;
+
+    put_u32(rec, n);
+    h = fnv1a(h, rec, 4);
+    for (i = 0; sig && i < n; i++) {
+        put_u64(rec, sig[i].comm_id);
+        put_u64(rec + 8, sig[i].count);
+        put_u32(rec + 16, (uint32_t)sig[i].dtype);
+        put_u32(rec + 20, (uint32_t)sig[i].op);
+        put_u64(rec + 24, sig[i].bytes);
+        h = fnv1a(h, rec, sizeof(rec));
+    }
+    return h;
+}

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Benchmarks on the emulated cluster: profiles x ranks x link bandwidth x framework mode, each run
+without the preload and with it under each policy, side by side from one run.
+
+Each cell runs build/bin/prophet-emu (real TCP sockets between rank processes, link pacing by the
+emulated NCCL) and takes the median iteration time after the warm-up. The optimum of the same profile
+on the same link (prophet-sim's `optimal`, the MG-WFBP dynamic programme) is the lower bound; every
+result is reported as a ratio to it. Writes a Markdown table and an SVG plot.
+
+  scripts/bench.py [--quick] [--out docs/benchmarks.md] [--svg docs/benchmarks.svg]
+                   [--profiles resnet50,vgg16] [--ranks 4,8] [--bandwidths 10Gbit,25Gbit]
+                   [--modes ddp,per-tensor] [--iters 40] [--warmup 8] [--scale S]
+                   [--policies passthrough,fusion,buckets,prophet,optimal] [--gate block]
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--quick", action="store_true", help="a short run (CI): one profile, 4 ranks, one link")
+    ap.add_argument("--out", help="Markdown output (default: stdout only)")
+    ap.add_argument("--svg", help="SVG plot output")
+    ap.add_argument("--json", help="raw results as JSON")
+    ap.add_argument("--profiles", default="resnet50,vgg16,mobilenet_v2,bert_base")
+    ap.add_argument("--ranks", default="4,8")
+    ap.add_argument("--bandwidths", default="1Gbit,2.5Gbit")
+    ap.add_argument("--modes", default="ddp,per-tensor,horovod")
+    ap.add_argument("--policies", default="passthrough,fusion,buckets,prophet,optimal")
+    ap.add_argument("--gate", default="block", choices=["block", "call"])
+    ap.add_argument("--latency-us", type=float, default=300.0, help="emulated per-operation latency")
+    ap.add_argument("--iters", type=int, default=40)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--emu-args", default="", help="extra prophet-emu arguments (e.g. a size scale)")
+    ap.add_argument("--timeout", type=int, default=600)
+    a = ap.parse_args()
+    if a.quick:
+        a.profiles, a.ranks, a.bandwidths, a.modes = "vgg16", "4", "1Gbit", "ddp,per-tensor"
+        a.iters, a.warmup = min(a.iters, 16), min(a.warmup, 6)
+    return a
+
+
+def run_emu(a, profile, ranks, bw, mode, policy):
+    """One prophet-emu run; policy None = no preload. Returns (median_us, stderr tail)."""
+    emu = os.path.join(a.build, "bin", "prophet-emu")
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = os.path.join(a.build, "lib", "emu")
+    env["EMU_NCCL_BW"] = bw
+    env["EMU_NCCL_LATENCY_US"] = str(a.latency_us)
+    gate = a.gate if mode != "horovod" else "call"  # Horovod reads its fusion buffer after each call
+    if policy is not None:
+        env["LD_PRELOAD"] = os.path.join(a.build, "lib", "libprophet.so")
+        env["PROPHET_POLICY"] = policy
+        env["PROPHET_GATE"] = gate
+        env["PROPHET_BANDWIDTH"] = bw  # the link is known here; the fitted model is tested elsewhere
+        env["PROPHET_ALPHA_US"] = str(a.latency_us)
+        env["PROPHET_LEARN_ITERS"] = "3"
+        env["PROPHET_REPLAN_ITERS"] = "1000"
+        env["PROPHET_DEBUG"] = "INFO"
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tf:
+        out = tf.name
+    cmd = [emu, "--ranks", str(ranks), "--profile", os.path.join(ROOT, "profiles", profile + ".json"),
+           "--mode", mode, "--iters", str(a.iters), "--warmup", str(a.warmup), "--wait", "all",
+           "--json", out, "--quiet"] + a.emu_args.split()
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=a.timeout)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} (policy {policy}) failed rc={p.returncode}:\n{p.stderr[-2000:]}")
+    with open(out) as f:
+        res = json.load(f)
+    os.unlink(out)
+    its = res["iteration_us"][a.warmup:] or res["iteration_us"]
+    return statistics.median(its), p.stderr
+
+
+def optimum_us(a, profile, ranks, bw):
+    sim = os.path.join(a.build, "bin", "prophet-sim")
+    p = subprocess.run([sim, "--profile", os.path.join(ROOT, "profiles", profile + ".json"),
+                        "--ranks", str(ranks), "--bandwidth", bw, "--alpha", f"{a.latency_us}us", "--json"]
+                       + a.emu_args_sim, capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        raise RuntimeError(p.stderr)
+    return json.loads(p.stdout)["policies"]["optimal"]["iteration_us"]
+
+
+def svg_plot(rows, policies, path):
+    """Grouped bars: ratio to the optimum for each cell and each column."""
+    cols = ["none"] + policies
+    colors = ["#888888", "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948"]
+    W, H, left, top, bottom = 140 + 70 * len(rows) * 0 + 26 * len(cols) * len(rows) + 20, 360, 60, 30, 110
+    ymax = max([1.05] + [r["ratios"][c] for r in rows for c in cols if r["ratios"].get(c)]) * 1.05
+    sy = lambda v: top + (H - top - bottom) * (1 - v / ymax)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="10">',
+           f'<rect width="{W}" height="{H}" fill="white"/>',
+           f'<text x="{left}" y="16" font-size="12">Iteration time / optimum (lower is better; 1.0 = MG-WFBP optimum)</text>']
+    for t in [0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0]:
+        if t <= ymax:
+            out.append(f'<line x1="{left}" x2="{W-10}" y1="{sy(t):.1f}" y2="{sy(t):.1f}" stroke="#ddd"/>'
+                       f'<text x="{left-6}" y="{sy(t)+3:.1f}" text-anchor="end">{t:.1f}</text>')
+    x = left + 10
+    for r in rows:
+        x0 = x
+        for i, c in enumerate(cols):
+            v = r["ratios"].get(c)
+            if v:
+                out.append(f'<rect x="{x}" y="{sy(v):.1f}" width="20" height="{sy(0)-sy(v):.1f}" fill="{colors[i % len(colors)]}"><title>{c}: {v:.3f}</title></rect>')
+            x += 22
+        label = f'{r["profile"]} {r["mode"]} n={r["ranks"]} {r["bw"]}'
+        cx = (x0 + x) / 2
+        out.append(f'<text transform="translate({cx:.0f},{sy(0)+8:.0f}) rotate(40)" font-size="9">{label}</text>')
+        x += 14
+    for i, c in enumerate(cols):
+        out.append(f'<rect x="{left + 110*i}" y="{H-16}" width="10" height="10" fill="{colors[i % len(colors)]}"/>'
+                   f'<text x="{left + 110*i + 14}" y="{H-7}">{"no preload" if c == "none" else c}</text>')
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def main():
+    a = parse_args()
+    a.emu_args_sim = []
+    policies = [p for p in a.policies.split(",") if p]
+    rows = []
+    for profile in a.profiles.split(","):
+        for ranks in [int(r) for r in a.ranks.split(",")]:
+            for bw in a.bandwidths.split(","):
+                try:
+                    opt = optimum_us(a, profile, ranks, bw)
+                except Exception as e:  # the simulator's model of the emulator is a yardstick only
+                    print(f"bench: no optimum for {profile}/{ranks}/{bw}: {e}", file=sys.stderr)
+                    opt = None
+                for mode in a.modes.split(","):
+                    r = {"profile": profile, "ranks": ranks, "bw": bw, "mode": mode, "optimum_us": opt,
+                         "median_us": {}, "ratios": {}}
+                    for pol in [None] + policies:
+                        med, _ = run_emu(a, profile, ranks, bw, mode, pol)
+                        key = pol or "none"
+                        r["median_us"][key] = med
+                        print(f"bench: {profile:12s} n={ranks} {bw:>8s} {mode:10s} {key:12s} {med/1e3:9.2f} ms",
+                              file=sys.stderr, flush=True)
+                    base = r["median_us"]["none"]
+                    lb = opt if opt else min(r["median_us"].values())
+                    for k, v in r["median_us"].items():
+                        r["ratios"][k] = v / lb
+                    r["speedup_vs_none"] = {k: base / v for k, v in r["median_us"].items()}
+                    rows.append(r)
+    cols = ["none"] + policies
+    md = []
+    md.append(f"Generated {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC on {platform.node()} "
+              f"({os.cpu_count()} CPUs) by `{' '.join(['scripts/bench.sh'] + sys.argv[1:])}`; "
+              f"gate `{a.gate}` (Horovod rows: `call`), emulated latency {a.latency_us:g} us, "
+              f"{a.iters} iterations, median after {a.warmup} warm-up.\n")
+    md.append("Iteration time in ms, and in brackets the ratio to the optimum (MG-WFBP lower bound from "
+              "`prophet-sim` for the same profile, ranks, bandwidth and latency).\n")
+    md.append("| profile | mode | ranks | link | optimum | " + " | ".join("no preload" if c == "none" else c for c in cols) + " |")
+    md.append("|---|---|---|---|---|" + "---|" * len(cols))
+    for r in rows:
+        opt = f'{r["optimum_us"]/1e3:.1f}' if r["optimum_us"] else "-"
+        cells = [f'{r["median_us"][c]/1e3:.1f} ({r["ratios"][c]:.2f})' for c in cols]
+        md.append(f'| {r["profile"]} | {r["mode"]} | {r["ranks"]} | {r["bw"]} | {opt} | ' + " | ".join(cells) + " |")
+    text = "\n".join(md) + "\n"
+    print(text)
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(text)
+    if a.svg:
+        svg_plot(rows, policies, a.svg)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The demo: sets up, builds, and runs an emulated 4-rank data-parallel training job (ResNet-50's
+# real gradient profile, PyTorch-DDP-like buckets — here per-tensor hooks by default, which gives
+# Prophet the most to regroup — over real TCP sockets paced to a 1 Gbit/s link per rank) twice:
+# without the preload, and with LD_PRELOAD=build/lib/libprophet.so in block mode. Prints the median
+# iteration times, the speedup, and what the scheduler did. Takes about a minute.
+#   scripts/demo.sh [--mode per-tensor|ddp] [--ranks N] [--profile NAME] [--bw 1Gbit] [--iters K]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode=per-tensor; ranks=4; profile=resnet50; bw=1Gbit; iters=30; latency=300
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --mode) mode=$2; shift 2 ;;
+    --ranks) ranks=$2; shift 2 ;;
+    --profile) profile=$2; shift 2 ;;
+    --bw) bw=$2; shift 2 ;;
+    --iters) iters=$2; shift 2 ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    *) echo "demo: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+bash scripts/setup.sh
+echo "demo: building (build/)"
+cmake -S . -B build >/dev/null
+cmake --build build -j"$(nproc)" >/dev/null
+export LD_LIBRARY_PATH=$PWD/build/lib/emu EMU_NCCL_BW=$bw EMU_NCCL_LATENCY_US=$latency
+out=$(mktemp -d)
+run() { # name, extra env...
+  local name=$1; shift
+  env "$@" build/bin/prophet-emu --ranks "$ranks" --profile "profiles/$profile.json" --mode "$mode" \
+    --iters "$iters" --warmup 8 --wait all --json "$out/$name.json" --quiet 2>"$out/$name.err" \
+    || { cat "$out/$name.err" >&2; exit 1; }
+}
+echo "demo: $ranks ranks, $profile, mode $mode, link $bw per rank, latency ${latency}us, $iters iterations"
+run baseline
+run prophet LD_PRELOAD="$PWD/build/lib/libprophet.so" PROPHET_GATE=block PROPHET_DEBUG=INFO \
+  PROPHET_LOG="$out/log" PROPHET_LEARN_ITERS=3
+python3 - "$out" <<'EOP'
+import json, statistics, sys, os
+d = sys.argv[1]
+def med(n):
+    j = json.load(open(os.path.join(d, n + ".json")))
+    return statistics.median(j["iteration_us"][8:] or j["iteration_us"]), j
+b, bj = med("baseline"); p, pj = med("prophet")
+print(f"  without the preload : {b/1e3:8.1f} ms per iteration ({bj['calls_per_iter']} all-reduces)")
+print(f"  with Prophet (block): {p/1e3:8.1f} ms per iteration")
+print(f"  speedup             : {b/p:8.2f}x   (results checked exactly on every rank, every iteration)")
+EOP
+grep -h "prophet: INFO" "$out/prophet.err" | grep -iE "summary|plan" | head -4 | sed 's/^/  /'
+echo "demo: schedule logs in $out/log (prophet-report $out/log/*.json)"

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Unmodified PyTorch training for the GPU check (scripts/gpu-check.sh).
+
+Run under torchrun with 2 ranks sharing one GPU (each rank sets its own NCCL_HOSTID, NCCL's socket
+transport). Trains a model on synthetic data for --steps steps, with a fixed seed and deterministic
+kernels, and writes (rank 0) a JSON file with the SHA-256 of every parameter after the last step and
+the median iteration time. Running it with and without LD_PRELOAD=libprophet.so and comparing the two
+files shows whether the preload changed any result.
+
+--model resnet50 | transformer; --sync ddp (DistributedDataParallel) | hooks (one all_reduce per
+parameter gradient from a hook, as naive per-tensor code does).
+"""
+import argparse
+import hashlib
+import json
+import os
+import statistics
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+
+def build_model(name):
+    if name == "resnet50":
+        import torchvision
+
+        return torchvision.models.resnet50(num_classes=1000), (3, 224, 224), 1000
+    if name == "transformer":
+        layer = nn.TransformerEncoderLayer(d_model=512, nhead=8, dim_feedforward=2048,
+                                           dropout=0.0, batch_first=True)
+        body = nn.TransformerEncoder(layer, num_layers=6)
+        head = nn.Linear(512, 1000)
+
+        class Tiny(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body, self.head = body, head
+
+            def forward(self, x):
+                return self.head(self.body(x).mean(dim=1))
+
+        return Tiny(), (128, 512), 1000
+    raise SystemExit(f"unknown model {name}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--model", default="resnet50", choices=["resnet50", "transformer"])
+    ap.add_argument("--sync", default="ddp", choices=["ddp", "hooks"])
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--bucket-view", action="store_true",
+                    help="DDP gradient_as_bucket_view=True (needed for PROPHET_GATE=block)")
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+
+    dist.init_process_group("nccl")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    torch.cuda.set_device(0)  # both ranks share the one GPU
+    torch.manual_seed(1234)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cudnn.deterministic = True
+
+    model, shape, classes = build_model(a.model)
+    model = model.cuda()
+    if a.sync == "ddp":
+        model = nn.parallel.DistributedDataParallel(model, device_ids=[0],
+                                                    gradient_as_bucket_view=a.bucket_view)
+    else:
+        for p in model.parameters():
+            # One all-reduce per gradient, issued from the hook as naive per-tensor code does.
+            p.register_hook(lambda g: (dist.all_reduce(g), g.div_(world))[1])
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    gen = torch.Generator(device="cuda").manual_seed(99 + rank)
+    times = []
+    for step in range(a.steps):
+        x = torch.randn((a.batch,) + shape, device="cuda", generator=gen)
+        y = torch.randint(0, classes, (a.batch,), device="cuda", generator=gen)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - t0)
+    params = model.module.parameters() if a.sync == "ddp" else model.parameters()
+    digests = [hashlib.sha256(p.detach().cpu().numpy().tobytes()).hexdigest() for p in params]
+    if rank == 0:
+        with open(a.out, "w") as f:
+            json.dump({"model": a.model, "sync": a.sync, "steps": a.steps, "world": world,
+                       "median_iter_s": statistics.median(times[3:] or times),
+                       "torch": torch.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
+                       "param_sha256": digests}, f)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

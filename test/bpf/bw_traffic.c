@@ -1,0 +1,445 @@
+/* Traffic generator and checker for the eBPF throughput probe (tests bpf.*, scripts/bpf-cost.sh).
+ *
+ *   bw_traffic check [--bytes N] [--rate BPS] [--netns A B ADDR]
+ *       loads the probe in-process, moves N bytes from a sender child to a receiver child over TCP
+ *       (loopback, or from netns A to ADDR in netns B), and checks the probe's counts and rate.
+ *   bw_traffic reader --pin DIR [--bytes N] [--expect SOURCE]
+ *       opens the counters with prophet_bw_open(auto) (run it unprivileged), moves N bytes over
+ *       loopback in this process and checks that it sees them.
+ *   bw_traffic gen [--rate BPS] [--seconds S] [--chunk B]
+ *       loopback traffic at a rate; prints bytes, calls and the CPU time of both ends.
+ * Exit: 0 pass, 1 fail, 77 skipped (no privilege / probe not loadable). */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "prophet/bw.h"
+
+#define SKIP 77
+#define CHUNK_MAX (1 << 20)
+
+static int64_t now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void sleep_until_us(int64_t t)
+{
+    int64_t d = t - now_us();
+    if (d > 0) {
+        struct timespec ts = {d / 1000000, (long)(d % 1000000) * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static int write_all(int fd, const void *buf, size_t n)
+{
+    const char *p = buf;
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int read_all(int fd, void *buf, size_t n)
+{
+    char *p = buf;
+    while (n) {
+        ssize_t r = read(fd, p, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+static int enter_netns(const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof(path), "/run/netns/%s", name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || setns(fd, CLONE_NEWNET)) {
+        fprintf(stderr, "bw_traffic: cannot enter netns %s: %s\n", name, strerror(errno));
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
+/* Receiver: listens, tells the port through `ready`, reads everything, answers the count (8 B). */
+static int receiver(const char *ns, const char *addr, int ready)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    socklen_t sl = sizeof(sa);
+    static char buf[CHUNK_MAX];
+    if (ns && enter_netns(ns))
+        return 1;
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    inet_pton(AF_INET, addr, &sa.sin_addr);
+    if (l < 0 || bind(l, (struct sockaddr *)&sa, sizeof(sa)) || listen(l, 1) ||
+        getsockname(l, (struct sockaddr *)&sa, &sl)) {
+        fprintf(stderr, "bw_traffic: receiver socket: %s\n", strerror(errno));
+        return 1;
+    }
+    uint16_t port = ntohs(sa.sin_port);
+    if (write_all(ready, &port, sizeof(port)))
+        return 1;
+    int c = accept(l, NULL, NULL);
+    if (c < 0)
+        return 1;
+    uint64_t got = 0;
+    for (;;) {
+        ssize_t r = recv(c, buf, sizeof(buf), 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (uint64_t)r;
+    }
+    if (write_all(c, &got, sizeof(got)))
+        return 1;
+    close(c);
+    close(l);
+    return 0;
+}
+
+struct sender_report {
+    int64_t t_start_us, t_end_us;
+    uint64_t sent, acked;
+};
+
+/* Sender: connects, sends n bytes paced at rate (0: as fast as possible), half-closes, reads the
+ * receiver's count, reports its own timing through `report`. */
+static int sender(const char *ns, const char *addr, uint16_t port, uint64_t n, double rate,
+                  size_t chunk, int go, int report)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+    static char buf[CHUNK_MAX];
+    struct sender_report rep = {0};
+    char g;
+    if (ns && enter_netns(ns))
+        return 1;
+    memset(buf, 'p', sizeof(buf));
+    if (read_all(go, &g, 1))
+        return 1;
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    inet_pton(AF_INET, addr, &sa.sin_addr);
+    if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa))) {
+        fprintf(stderr, "bw_traffic: connect %s:%u: %s\n", addr, port, strerror(errno));
+        return 1;
+    }
+    rep.t_start_us = now_us();
+    while (rep.sent < n) {
+        size_t len = n - rep.sent < chunk ? (size_t)(n - rep.sent) : chunk;
+        ssize_t w = send(s, buf, len, 0);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return 1;
+        rep.sent += (uint64_t)w;
+        if (rate > 0)
+            sleep_until_us(rep.t_start_us + (int64_t)((double)rep.sent / rate * 1e6));
+    }
+    rep.t_end_us = now_us();
+    shutdown(s, SHUT_WR);
+    if (read_all(s, &rep.acked, sizeof(rep.acked)))
+        return 1;
+    close(s);
+    return write_all(report, &rep, sizeof(rep)) ? 1 : 0;
+}
+
+struct opts {
+    uint64_t bytes;
+    double rate;
+    double seconds;
+    size_t chunk;
+    const char *ns_a, *ns_b, *addr;
+    const char *pin;
+    const char *expect;
+};
+
+struct sample {
+    int64_t t_us;
+    uint64_t tx;
+    double tx_Bps;
+};
+
+static int check(const struct opts *o)
+{
+    int to_mon[2], go[2], rep[2];
+    const char *addr = o->ns_a ? o->addr : "127.0.0.1";
+    char why[256];
+    int fail = 0;
+    if (geteuid() != 0) {
+        printf("SKIP: needs root to load the probe\n");
+        return SKIP;
+    }
+    if (pipe(to_mon) || pipe(go) || pipe(rep))
+        return 1;
+    pid_t r = fork();
+    if (r == 0)
+        _exit(receiver(o->ns_b, o->ns_b ? addr : "127.0.0.1", to_mon[1]));
+    uint16_t port;
+    if (read_all(to_mon[0], &port, sizeof(port))) {
+        fprintf(stderr, "FAIL: receiver did not start\n");
+        return 1;
+    }
+    pid_t s = fork();
+    if (s == 0)
+        _exit(sender(o->ns_a, addr, port, o->bytes, o->rate, o->chunk, go[0], rep[1]));
+
+    prophet_bw_t *bs = prophet_bw_open(PROPHET_BW_OPEN_PROCESS, NULL, s, why, sizeof(why));
+    prophet_bw_t *br =
+        bs ? prophet_bw_open(PROPHET_BW_OPEN_PROCESS, NULL, r, why, sizeof(why)) : NULL;
+    if (!bs || !br) {
+        printf("SKIP: %s\n", why);
+        kill(s, SIGKILL);
+        kill(r, SIGKILL);
+        waitpid(s, NULL, 0);
+        waitpid(r, NULL, 0);
+        prophet_bw_close(bs);
+        return SKIP;
+    }
+    prophet_bw_sample_t s0, r0, x;
+    prophet_bw_read(bs, &s0);
+    prophet_bw_read(br, &r0);
+    size_t cap = 100000, ns = 0;
+    struct sample *smp = calloc(cap, sizeof(*smp));
+    if (write_all(go[1], "g", 1))
+        return 1;
+    int status = 0;
+    while (waitpid(s, &status, WNOHANG) == 0) {
+        usleep(20000);
+        if (!prophet_bw_read(bs, &x) && ns < cap)
+            smp[ns++] = (struct sample){x.t_us, x.tx_bytes, x.tx_Bps};
+    }
+    int rstatus = 0;
+    waitpid(r, &rstatus, 0);
+    struct sender_report sr;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) || read_all(rep[0], &sr, sizeof(sr))) {
+        fprintf(stderr, "FAIL: sender failed\n");
+        return 1;
+    }
+    prophet_bw_sample_t s1, r1;
+    prophet_bw_read(bs, &s1);
+    prophet_bw_read(br, &r1);
+    uint64_t stx = s1.tx_bytes - s0.tx_bytes, srx = s1.rx_bytes - s0.rx_bytes;
+    uint64_t rtx = r1.tx_bytes - r0.tx_bytes, rrx = r1.rx_bytes - r0.rx_bytes;
+    printf("sent %llu B (receiver counted %llu B); probe: sender tx %llu rx %llu, receiver tx %llu "
+           "rx %llu; host tx +%llu rx +%llu\n",
+           (unsigned long long)sr.sent, (unsigned long long)sr.acked, (unsigned long long)stx,
+           (unsigned long long)srx, (unsigned long long)rtx, (unsigned long long)rrx,
+           (unsigned long long)(s1.host_tx_bytes - s0.host_tx_bytes),
+           (unsigned long long)(s1.host_rx_bytes - s0.host_rx_bytes));
+#define EXPECT(cond, ...)                                                                          \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            printf("FAIL: " __VA_ARGS__);                                                          \
+            printf("\n");                                                                          \
+            fail = 1;                                                                              \
+        }                                                                                          \
+    } while (0)
+    EXPECT(sr.acked == sr.sent, "receiver got %llu of %llu", (unsigned long long)sr.acked,
+           (unsigned long long)sr.sent);
+    EXPECT(stx == sr.sent, "sender tx %llu != sent %llu", (unsigned long long)stx,
+           (unsigned long long)sr.sent);
+    EXPECT(rrx == sr.sent, "receiver rx %llu != sent %llu", (unsigned long long)rrx,
+           (unsigned long long)sr.sent);
+    EXPECT(srx == 8 && rtx == 8, "the 8-byte answer: sender rx %llu, receiver tx %llu",
+           (unsigned long long)srx, (unsigned long long)rtx);
+    EXPECT(s1.host_tx_bytes - s0.host_tx_bytes >= sr.sent + 8, "host tx below the bytes sent");
+    EXPECT(s1.host_rx_bytes - s0.host_rx_bytes >= sr.sent + 8, "host rx below the bytes sent");
+
+    /* throughput: the sender's own measure against the probe's, over the sending window */
+    double own = (double)sr.sent / ((double)(sr.t_end_us - sr.t_start_us) / 1e6);
+    ssize_t first = -1, last = -1;
+    for (size_t i = 0; i < ns; i++) {
+        if (smp[i].t_us <= sr.t_start_us)
+            continue;
+        if (smp[i].t_us > sr.t_end_us)
+            break;
+        if (first < 0)
+            first = (ssize_t)i;
+        last = (ssize_t)i;
+    }
+    if (first < 0 || last <= first + 5) {
+        printf("FAIL: too few probe samples inside the sending window (%zd..%zd)\n", first, last);
+        fail = 1;
+    } else {
+        double win = (double)(smp[last].tx - smp[first].tx) /
+                     ((double)(smp[last].t_us - smp[first].t_us) / 1e6);
+        double ewma = smp[last].tx_Bps;
+        printf("throughput: sender's own %.1f MB/s; probe over the window %.1f MB/s (%+.2f%%), "
+               "smoothed (tau %.1f s) %.1f MB/s (%+.2f%%)\n",
+               own / 1e6, win / 1e6, 100 * (win / own - 1), PROPHET_BW_TAU_US / 1e6, ewma / 1e6,
+               100 * (ewma / own - 1));
+        EXPECT(fabs(win / own - 1) <= 0.05, "probe window rate off by more than 5%%");
+        EXPECT(fabs(ewma / own - 1) <= 0.05, "smoothed rate off by more than 5%%");
+    }
+    free(smp);
+    prophet_bw_close(bs);
+    prophet_bw_close(br);
+    printf("%s\n", fail ? "FAIL" : "PASS");
+    return fail;
+}
+
+static int reader(const struct opts *o)
+{
+    char why[256];
+    int to_mon[2], go[2], rep[2];
+    prophet_bw_t *bw = prophet_bw_open(PROPHET_BW_OPEN_AUTO, o->pin, 0, why, sizeof(why));
+    if (!bw) {
+        printf("FAIL: uid %d: prophet_bw_open: %s\n", (int)geteuid(), why);
+        return 1;
+    }
+    const char *src = prophet_bw_source_name(prophet_bw_source(bw));
+    printf("uid %d reads through source %s\n", (int)geteuid(), src);
+    if (o->expect && strcmp(o->expect, src)) {
+        printf("FAIL: expected source %s\n", o->expect);
+        return 1;
+    }
+    prophet_bw_sample_t a, b;
+    if (prophet_bw_read(bw, &a)) {
+        printf("FAIL: first read\n");
+        return 1;
+    }
+    /* both ends in this process: threads would do, children keep it simple */
+    if (pipe(to_mon) || pipe(go) || pipe(rep))
+        return 1;
+    pid_t r = fork();
+    if (r == 0)
+        _exit(receiver(NULL, "127.0.0.1", to_mon[1]));
+    uint16_t port;
+    if (read_all(to_mon[0], &port, sizeof(port)))
+        return 1;
+    if (write_all(go[1], "g", 1))
+        return 1;
+    int st = sender(NULL, "127.0.0.1", port, o->bytes, 0, 65536, go[0], rep[1]);
+    waitpid(r, NULL, 0);
+    if (st)
+        return 1;
+    usleep(400000); /* more than the daemon's export period */
+    int err = prophet_bw_read(bw, &b);
+    if (err) {
+        printf("FAIL: read: %s\n", strerror(-err));
+        return 1;
+    }
+    uint64_t tx = b.tx_bytes - a.tx_bytes, rx = b.rx_bytes - a.rx_bytes;
+    printf("sent %llu B; read tx +%llu rx +%llu, host tx +%llu\n", (unsigned long long)o->bytes,
+           (unsigned long long)tx, (unsigned long long)rx,
+           (unsigned long long)(b.host_tx_bytes - a.host_tx_bytes));
+    prophet_bw_close(bw);
+    if (tx != o->bytes || rx != 8 || b.host_tx_bytes - a.host_tx_bytes < o->bytes) {
+        printf("FAIL: counts do not match\n");
+        return 1;
+    }
+    printf("PASS\n");
+    return 0;
+}
+
+static double cpu_s(int who)
+{
+    struct rusage ru;
+    getrusage(who, &ru);
+    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+           ru.ru_stime.tv_usec / 1e6;
+}
+
+static int gen(const struct opts *o)
+{
+    int to_mon[2], go[2], rep[2];
+    if (pipe(to_mon) || pipe(go) || pipe(rep))
+        return 1;
+    uint64_t n = (uint64_t)(o->rate * o->seconds);
+    pid_t r = fork();
+    if (r == 0)
+        _exit(receiver(NULL, "127.0.0.1", to_mon[1]));
+    uint16_t port;
+    if (read_all(to_mon[0], &port, sizeof(port)))
+        return 1;
+    pid_t s = fork();
+    if (s == 0)
+        _exit(sender(NULL, "127.0.0.1", port, n, o->rate, o->chunk, go[0], rep[1]));
+    double c0 = cpu_s(RUSAGE_CHILDREN);
+    if (write_all(go[1], "g", 1))
+        return 1;
+    struct sender_report sr;
+    waitpid(s, NULL, 0);
+    waitpid(r, NULL, 0);
+    if (read_all(rep[0], &sr, sizeof(sr)))
+        return 1;
+    double cpu = cpu_s(RUSAGE_CHILDREN) - c0;
+    double secs = (double)(sr.t_end_us - sr.t_start_us) / 1e6;
+    printf("bytes %llu seconds %.3f rate_MBps %.1f chunk %zu send_calls %llu cpu_s %.4f\n",
+           (unsigned long long)sr.sent, secs, (double)sr.sent / secs / 1e6, o->chunk,
+           (unsigned long long)((sr.sent + o->chunk - 1) / o->chunk), cpu);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o = {.bytes = 256ull << 20, .rate = 250e6, .seconds = 5, .chunk = 65536};
+    if (argc < 2) {
+        fprintf(stderr, "usage: bw_traffic check|reader|gen [options] (see the source)\n");
+        return 2;
+    }
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--bytes") && i + 1 < argc)
+            o.bytes = strtoull(argv[++i], NULL, 0);
+        else if (!strcmp(a, "--rate") && i + 1 < argc)
+            o.rate = atof(argv[++i]);
+        else if (!strcmp(a, "--seconds") && i + 1 < argc)
+            o.seconds = atof(argv[++i]);
+        else if (!strcmp(a, "--chunk") && i + 1 < argc)
+            o.chunk = (size_t)strtoul(argv[++i], NULL, 0);
+        else if (!strcmp(a, "--pin") && i + 1 < argc)
+            o.pin = argv[++i];
+        else if (!strcmp(a, "--expect") && i + 1 < argc)
+            o.expect = argv[++i];
+        else if (!strcmp(a, "--netns") && i + 3 < argc) {
+            o.ns_a = argv[++i];
+            o.ns_b = argv[++i];
+            o.addr = argv[++i];
+        } else {
+            fprintf(stderr, "bw_traffic: bad argument %s\n", a);
+            return 2;
+        }
+    }
+    if (o.chunk == 0 || o.chunk > CHUNK_MAX)
+        o.chunk = 65536;
+    signal(SIGPIPE, SIG_IGN);
+    if (!strcmp(argv[1], "check"))
+        return check(&o);
+    if (!strcmp(argv[1], "reader"))
+        return reader(&o);
+    if (!strcmp(argv[1], "gen"))
+        return gen(&o);
+    fprintf(stderr, "bw_traffic: unknown mode %s\n", argv[1]);
+    return 2;
+}

@@ -1,0 +1,203 @@
+/* Tuning advice: DDP bucket_cap_mb and Horovod's fusion threshold and cycle time, chosen by
+ * simulating each candidate on the learned profile with the network model (sched/ planners and
+ * simulator). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+
+#define MIB (1024.0 * 1024.0)
+
+/* Rebuilds a profile from the logged iterations when the log holds none: the median readiness
+ * offset of each call index from the iteration's first arrival. */
+static int profile_from_iterations(const rep_log_t *log, const rep_summary_t *sum,
+                                   prophet_profile_t *p)
+{
+    /* the most common iteration length */
+    size_t best_n = 0, best_count = 0;
+    for (size_t i = 0; i < log->n_iters; i++) {
+        size_t n = log->iters[i].n, count = 0;
+        for (size_t j = 0; j < log->n_iters; j++)
+            count += log->iters[j].n == n;
+        int known = 1;
+        for (size_t j = 0; j < n; j++)
+            known &= log->iters[i].calls[j].index == j;
+        if (known && n > 0 && n <= PROPHET_MAX_CALLS && count > best_count) {
+            best_n = n;
+            best_count = count;
+        }
+    }
+    if (best_n == 0)
+        return -1;
+    double *v = malloc(best_count * sizeof(*v));
+    if (!v)
+        return -1;
+    memset(p, 0, sizeof(*p));
+    p->n_calls = (uint32_t)best_n;
+    const rep_iter_t *last = NULL;
+    for (size_t i = 0; i < log->n_iters; i++)
+        if (log->iters[i].n == best_n && log->iters[i].calls[0].index == 0)
+            last = &log->iters[i];
+    for (size_t k = 0; k < best_n; k++) {
+        size_t m = 0;
+        for (size_t i = 0; i < log->n_iters; i++) {
+            const rep_iter_t *it = &log->iters[i];
+            if (it->n != best_n || it->calls[k].index != k)
+                continue;
+            int64_t t0 = 0;
+            for (size_t j = 0; j < it->n; j++)
+                if (it->calls[j].arrival_us && (!t0 || it->calls[j].arrival_us < t0))
+                    t0 = it->calls[j].arrival_us;
+            const prophet_log_call_t *c = &it->calls[k];
+            int64_t r = c->ready_us ? c->ready_us : c->arrival_us;
+            if (t0 && r >= t0)
+                v[m++] = (double)(r - t0);
+        }
+        p->ready_us[k] = m ? rep_quantile(v, m, 0.5) : (k ? p->ready_us[k - 1] : 0);
+        if (k && p->ready_us[k] < p->ready_us[k - 1])
+            p->ready_us[k] = p->ready_us[k - 1];
+        const prophet_log_call_t *c = &last->calls[k];
+        p->sig[k] = (prophet_call_sig_t){
+            .comm_id = c->comm_id, .count = c->bytes / 4, .dtype = 7, .op = 0, .bytes = c->bytes};
+        p->priority[k] = (uint32_t)(best_n - 1 - k);
+    }
+    free(v);
+    p->iteration_us = isfinite(sum->iter_median_us) ? sum->iter_median_us : 0;
+    p->iterations_seen = (uint32_t)best_count;
+#ifdef PROPHET_REPORT_HAVE_SCHED
+    if (prophet_steps_detect(p->ready_us, p->n_calls, 2.0, p->steps, &p->n_steps) != 0)
+#endif
+    {
+        p->n_steps = 1;
+        p->steps[0] = (prophet_step_t){0, p->n_calls - 1, p->ready_us[p->n_calls - 1], 0};
+    }
+    return 0;
+}
+
+static int pick_net(const rep_log_t *log, const rep_summary_t *sum, prophet_net_t *net)
+{
+    for (size_t i = log->n_nets; i-- > 0;) {
+        const rep_net_t *n = &log->nets[i];
+        if (strcmp(n->source, "default") != 0 && isfinite(n->bandwidth_Bps) &&
+            n->bandwidth_Bps > 0) {
+            net->bandwidth_Bps = n->bandwidth_Bps;
+            net->alpha_us = isfinite(n->alpha_us) && n->alpha_us > 0 ? n->alpha_us : 0;
+            net->source = !strcmp(n->source, "ebpf")    ? PROPHET_NET_EBPF
+                          : !strcmp(n->source, "fixed") ? PROPHET_NET_FIXED
+                                                        : PROPHET_NET_FITTED;
+            return 0;
+        }
+    }
+    if (sum->have_fit && sum->fit.bandwidth_Bps > 0) {
+        *net = sum->fit;
+        return 0;
+    }
+    for (size_t i = log->n_nets; i-- > 0;)
+        if (isfinite(log->nets[i].bandwidth_Bps) && log->nets[i].bandwidth_Bps > 0) {
+            net->bandwidth_Bps = log->nets[i].bandwidth_Bps;
+            net->alpha_us = isfinite(log->nets[i].alpha_us) ? log->nets[i].alpha_us : 0;
+            net->source = PROPHET_NET_DEFAULT;
+            return 0;
+        }
+    return -1;
+}
+
+#ifdef PROPHET_REPORT_HAVE_SCHED
+static double simulate(const prophet_planner_opts_t *po, const prophet_profile_t *p,
+                       const prophet_net_t *net, prophet_plan_t *plan)
+{
+    prophet_sim_opts_t so = {.ranks = po->ranks, .wait_per_layer = 0};
+    prophet_sim_result_t r;
+    if (prophet_plan_make(po, p, net, plan) != 0 || prophet_sim_run(&so, p, net, plan, &r) != 0)
+        return NAN;
+    return r.iteration_us;
+}
+
+static void search(const rep_log_t *log, const prophet_profile_t *p, rep_advice_t *a)
+{
+    static const double bucket_mb[] = {25, 1, 2, 4, 5, 8, 10, 16, 20, 32, 50, 64, 100, 128, 256};
+    static const double fusion_mb[] = {64, 1, 2, 4, 8, 16, 32, 128, 256};
+    static const double cycle_ms[] = {1, 0.5, 2, 3.5, 5, 7.5, 10, 20};
+    prophet_plan_t *plan = malloc(sizeof(*plan));
+    if (!plan) {
+        snprintf(a->why, sizeof(a->why), "out of memory");
+        return;
+    }
+    prophet_planner_opts_t po = {.ranks = (uint32_t)(log->nranks > 0 ? log->nranks : 1)};
+    a->bucket_us = INFINITY;
+    po.policy = PROPHET_POLICY_BUCKETS;
+    for (size_t i = 0; i < sizeof(bucket_mb) / sizeof(*bucket_mb); i++) {
+        po.bucket_bytes = (uint64_t)(bucket_mb[i] * MIB);
+        double t = simulate(&po, p, &a->net, plan);
+        if (i == 0)
+            a->bucket_default_us = t;
+        if (isfinite(t) && t < a->bucket_us * 0.9995) {
+            a->bucket_us = t;
+            a->bucket_mb = bucket_mb[i];
+        }
+    }
+    a->fusion_us = INFINITY;
+    po.policy = PROPHET_POLICY_FUSION;
+    for (size_t i = 0; i < sizeof(fusion_mb) / sizeof(*fusion_mb); i++)
+        for (size_t j = 0; j < sizeof(cycle_ms) / sizeof(*cycle_ms); j++) {
+            po.fusion_bytes = (uint64_t)(fusion_mb[i] * MIB);
+            po.cycle_us = (uint32_t)(cycle_ms[j] * 1000);
+            double t = simulate(&po, p, &a->net, plan);
+            if (i == 0 && j == 0)
+                a->fusion_default_us = t;
+            if (isfinite(t) && t < a->fusion_us * 0.9995) {
+                a->fusion_us = t;
+                a->fusion_bytes = po.fusion_bytes;
+                a->cycle_ms = cycle_ms[j];
+            }
+        }
+    po.policy = PROPHET_POLICY_PROPHET;
+    a->prophet_us = simulate(&po, p, &a->net, plan);
+    po.policy = PROPHET_POLICY_OPTIMAL;
+    a->optimal_us = simulate(&po, p, &a->net, plan);
+    po.policy = PROPHET_POLICY_PASSTHROUGH;
+    a->passthrough_us = simulate(&po, p, &a->net, plan);
+    free(plan);
+    if (!isfinite(a->bucket_us) || !isfinite(a->fusion_us)) {
+        snprintf(a->why, sizeof(a->why), "the simulator rejected the profile");
+        return;
+    }
+    a->available = 1;
+}
+#endif
+
+void rep_advise(const rep_log_t *log, const rep_summary_t *sum, rep_advice_t *a)
+{
+    memset(a, 0, sizeof(*a));
+    a->bucket_us = a->fusion_us = a->prophet_us = a->optimal_us = a->passthrough_us = NAN;
+    a->bucket_default_us = a->fusion_default_us = NAN;
+    prophet_profile_t *p = malloc(sizeof(*p));
+    if (!p) {
+        snprintf(a->why, sizeof(a->why), "out of memory");
+        return;
+    }
+    if (log->profile && log->profile->n_calls > 0) {
+        memcpy(p, log->profile, sizeof(*p));
+        a->profile_from_log = 1;
+    } else if (profile_from_iterations(log, sum, p) != 0) {
+        snprintf(a->why, sizeof(a->why), "no learned profile and no complete iteration in the log");
+        free(p);
+        return;
+    }
+    a->n_calls = p->n_calls;
+    for (uint32_t i = 0; i < p->n_calls; i++)
+        a->total_bytes += p->sig[i].bytes;
+    if (pick_net(log, sum, &a->net) != 0) {
+        snprintf(a->why, sizeof(a->why), "no network model and no timed block in the log");
+        free(p);
+        return;
+    }
+#ifdef PROPHET_REPORT_HAVE_SCHED
+    search(log, p, a);
+#else
+    snprintf(a->why, sizeof(a->why), "prophet-report was built without the sched library");
+#endif
+    free(p);
+}
