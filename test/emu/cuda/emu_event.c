@@ -1,0 +1,270 @@
+/* Events. Each cuEventRecord makes a new mark (refcounted) that fires when its stream reaches
+ * it; the event points at its latest mark. Waits hold the mark that was latest at wait time. */
+#include <stdlib.h>
+
+#include "emu_internal.h"
+
+struct emu_mark *emu_mark_new(void)
+{
+    struct emu_mark *m = calloc(1, sizeof(*m));
+    if (m)
+        atomic_init(&m->refs, 1);
+    return m;
+}
+
+void emu_mark_put(struct emu_mark *m)
+{
+    if (m && atomic_fetch_sub(&m->refs, 1) == 1)
+        free(m);
+}
+
+static void emu_event_put(struct CUevent_st *e)
+{
+    if (atomic_fetch_sub(&e->refs, 1) != 1)
+        return;
+    emu_mark_put(e->last);
+    pthread_mutex_destroy(&e->lock);
+    free(e);
+}
+
+static CUresult emu_event_get(CUevent h, struct CUevent_st **out)
+{
+    CUresult rc = emu_check_init();
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&emu_g.lock);
+    if (h && emu_ptrset_has(&emu_g.events, h)) {
+        atomic_fetch_add(&h->refs, 1);
+        *out = h;
+    } else {
+        rc = CUDA_ERROR_INVALID_HANDLE;
+    }
+    pthread_mutex_unlock(&emu_g.lock);
+    return rc;
+}
+
+/* The event's latest mark with a reference taken, or NULL if never recorded. */
+static struct emu_mark *emu_event_last(struct CUevent_st *e)
+{
+    pthread_mutex_lock(&e->lock);
+    struct emu_mark *m = e->last;
+    if (m)
+        atomic_fetch_add(&m->refs, 1);
+    pthread_mutex_unlock(&e->lock);
+    return m;
+}
+
+CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
+{
+    struct CUctx_st *ctx;
+    CUresult rc = emu_current_ctx(&ctx);
+    if (rc)
+        return rc;
+    unsigned all = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
+    if (!phEvent || (Flags & ~all) ||
+        ((Flags & CU_EVENT_INTERPROCESS) && !(Flags & CU_EVENT_DISABLE_TIMING)))
+        return CUDA_ERROR_INVALID_VALUE;
+    struct CUevent_st *e = calloc(1, sizeof(*e));
+    if (!e)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    e->flags = Flags;
+    atomic_init(&e->refs, 1);
+    pthread_mutex_init(&e->lock, NULL);
+    pthread_mutex_lock(&emu_g.lock);
+    int err = emu_ptrset_add(&emu_g.events, e);
+    pthread_mutex_unlock(&emu_g.lock);
+    if (err) {
+        emu_event_put(e);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *phEvent = e;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuEventDestroy_v2(CUevent hEvent)
+{
+    CUresult rc = emu_check_init();
+    if (rc)
+        return rc;
+    pthread_mutex_lock(&emu_g.lock);
+    int err = !hEvent || emu_ptrset_del(&emu_g.events, hEvent);
+    pthread_mutex_unlock(&emu_g.lock);
+    if (err)
+        return CUDA_ERROR_INVALID_HANDLE;
+    emu_event_put(hEvent);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)
+{
+    struct CUevent_st *e;
+    struct CUstream_st *s;
+    CUresult rc = emu_event_get(hEvent, &e);
+    if (rc)
+        return rc;
+    if ((rc = emu_stream_get(hStream, &s))) {
+        emu_event_put(e);
+        return rc;
+    }
+    struct emu_mark *m = emu_mark_new();
+    struct emu_op *op = emu_op_new(EMU_OP_RECORD);
+    if (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL)
+        rc = CUDA_ERROR_INVALID_VALUE;
+    else if (!m || !op)
+        rc = CUDA_ERROR_OUT_OF_MEMORY;
+    if (rc) {
+        emu_mark_put(m);
+        emu_op_free(op);
+        goto out;
+    }
+    atomic_fetch_add(&m->refs, 1); /* one for the op, one for the event */
+    op->u.mark.mark = m;
+    /* Hold the event lock across submit so that concurrent records of one event leave the
+     * event pointing at the one queued last. */
+    pthread_mutex_lock(&e->lock);
+    uint64_t seq = 0;
+    rc = emu_stream_submit(s, op, &seq);
+    struct emu_mark *old = NULL;
+    if (!rc && seq) {
+        old = e->last;
+        e->last = m;
+        m = NULL;
+    }
+    pthread_mutex_unlock(&e->lock);
+    if (rc)
+        emu_op_free(op);
+    emu_mark_put(m); /* not kept by the event: failed, or captured into a graph */
+    emu_mark_put(old);
+out:
+    emu_stream_put(s);
+    emu_event_put(e);
+    return rc;
+}
+
+CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
+{
+    return cuEventRecordWithFlags(hEvent, hStream, 0);
+}
+
+CUresult cuEventQuery(CUevent hEvent)
+{
+    struct CUevent_st *e;
+    CUresult rc = emu_event_get(hEvent, &e);
+    if (rc)
+        return rc;
+    struct emu_mark *m = emu_event_last(e);
+    if (m && !atomic_load_explicit(&m->done, memory_order_acquire))
+        rc = CUDA_ERROR_NOT_READY;
+    emu_mark_put(m);
+    emu_event_put(e);
+    return rc;
+}
+
+static int emu_mark_done(void *arg)
+{
+    struct emu_mark *m = arg;
+    return atomic_load_explicit(&m->done, memory_order_acquire);
+}
+
+CUresult cuEventSynchronize(CUevent hEvent)
+{
+    struct CUevent_st *e;
+    CUresult rc = emu_event_get(hEvent, &e);
+    if (rc)
+        return rc;
+    struct emu_mark *m = emu_event_last(e);
+    if (m)
+        emu_wait(emu_mark_done, m, 0);
+    emu_mark_put(m);
+    emu_event_put(e);
+    return CUDA_SUCCESS;
+}
+
+/* Later work on hStream waits until hEvent's latest record (at the time of this call) fires. */
+CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
+{
+    struct CUevent_st *e;
+    struct CUstream_st *s;
+    CUresult rc = emu_event_get(hEvent, &e);
+    if (rc)
+        return rc;
+    if ((rc = emu_stream_get(hStream, &s))) {
+        emu_event_put(e);
+        return rc;
+    }
+    if (Flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL) {
+        rc = CUDA_ERROR_INVALID_VALUE;
+        goto out;
+    }
+    struct emu_mark *m = emu_event_last(e);
+    if (!m)
+        goto out; /* never recorded: nothing to wait for */
+    struct emu_op *op = emu_op_new(EMU_OP_WAIT_EVENT);
+    if (!op) {
+        emu_mark_put(m);
+        rc = CUDA_ERROR_OUT_OF_MEMORY;
+        goto out;
+    }
+    op->u.mark.mark = m;
+    rc = emu_stream_submit(s, op, NULL);
+    if (rc)
+        emu_op_free(op);
+out:
+    emu_stream_put(s);
+    emu_event_put(e);
+    return rc;
+}
+
+/* Timestamp of the event's latest record: INVALID_HANDLE if never recorded, NOT_READY if pending.
+ */
+static CUresult emu_event_time(struct CUevent_st *e, uint64_t *ns)
+{
+    struct emu_mark *m = emu_event_last(e);
+    CUresult rc = CUDA_SUCCESS;
+    if (!m)
+        rc = CUDA_ERROR_INVALID_HANDLE;
+    else if (!atomic_load_explicit(&m->done, memory_order_acquire))
+        rc = CUDA_ERROR_NOT_READY;
+    else
+        *ns = atomic_load_explicit(&m->t_ns, memory_order_relaxed);
+    emu_mark_put(m);
+    return rc;
+}
+
+CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd)
+{
+    struct CUevent_st *a, *b;
+    CUresult rc = emu_event_get(hStart, &a);
+    if (rc)
+        return rc;
+    if ((rc = emu_event_get(hEnd, &b))) {
+        emu_event_put(a);
+        return rc;
+    }
+    uint64_t ta = 0, tb = 0;
+    if (!pMilliseconds)
+        rc = CUDA_ERROR_INVALID_VALUE;
+    else if ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING)
+        rc = CUDA_ERROR_INVALID_HANDLE;
+    else if (!(rc = emu_event_time(a, &ta)) && !(rc = emu_event_time(b, &tb)))
+        *pMilliseconds = (float)((double)((int64_t)(tb - ta)) / 1e6);
+    emu_event_put(b);
+    emu_event_put(a);
+    return rc;
+}
+
+CUresult emuEventTimestampNs(CUevent h, uint64_t *ns)
+{
+    struct CUevent_st *e;
+    CUresult rc = emu_event_get(h, &e);
+    if (rc)
+        return rc;
+    rc = ns ? emu_event_time(e, ns) : CUDA_ERROR_INVALID_VALUE;
+    emu_event_put(e);
+    return rc;
+}
+
+uint64_t emuNowNs(void)
+{
+    return emu_now_ns();
+}

@@ -1,0 +1,228 @@
+/* Internal state of the emulated CUDA driver (libcuda.so.1 test double).
+ * Nothing here is exported: the library's version script keeps only cu* and emu[A-Z]* global. */
+#ifndef EMU_INTERNAL_H
+#define EMU_INTERNAL_H
+
+#include <cuda.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "emu_cuda.h"
+
+#define EMU_MAX_DEVICES 64
+
+/* ---- waiting (emu_wait.c) ---------------------------------------------------------------- */
+typedef int (*emu_pred_fn)(void *arg);
+uint64_t emu_now_ns(void);
+void emu_sleep_until_ns(uint64_t deadline_ns);
+/* Wake every waiter so that it re-checks its predicate. Call after any state change that a
+ * waiter may be waiting for (op done, mark fired, value written). */
+void emu_notify(void);
+/* Block until pred(arg) is true. poll != 0: the condition may be changed by plain host writes
+ * that call no emu function, so re-check at least every poll interval (20 us doubling to the cap).
+ */
+void emu_wait(emu_pred_fn pred, void *arg, int poll);
+
+/* ---- pointer sets (emu_registry.c) ------------------------------------------------------- */
+struct emu_ptrset {
+    void **slots;
+    size_t cap, used, live;
+};
+int emu_ptrset_add(struct emu_ptrset *s, void *p);
+int emu_ptrset_has(const struct emu_ptrset *s, const void *p);
+int emu_ptrset_del(struct emu_ptrset *s, const void *p);
+
+enum emu_mem_kind { EMU_MEM_DEVICE = 1, EMU_MEM_HOST = 2, EMU_MEM_REGISTERED = 3 };
+struct emu_alloc {
+    uintptr_t base;
+    size_t size;
+    enum emu_mem_kind kind;
+    unsigned flags;
+    struct CUctx_st *ctx;
+    unsigned long long id;
+};
+struct emu_alloc_table {
+    struct emu_alloc *v;
+    size_t n, cap;
+};
+int emu_alloc_insert(struct emu_alloc_table *t, const struct emu_alloc *a);
+/* Index of the allocation containing addr, or -1. */
+long emu_alloc_find(const struct emu_alloc_table *t, uintptr_t addr);
+void emu_alloc_remove_at(struct emu_alloc_table *t, size_t i);
+
+/* ---- global state (emu_init.c) ------------------------------------------------------------ */
+struct emu_global {
+    pthread_mutex_t lock; /* guards everything below except the atomics */
+    atomic_int initialized;
+    int ndev;
+    struct emu_ptrset ctxs, streams, events, graphs;
+    struct emu_alloc_table allocs;
+    struct CUctx_st *primary[EMU_MAX_DEVICES];
+    struct CUctx_st *all_ctxs; /* every context ever made (never freed) */
+    atomic_ullong next_id;     /* stream, context, capture and buffer ids */
+    unsigned poll_cap_us;
+    int legacy_sync; /* EMU_CUDA_LEGACY_SYNC, default 1 */
+};
+extern struct emu_global emu_g;
+
+unsigned long long emu_next_id(void);
+/* CUDA_SUCCESS when cuInit has run in this process. */
+CUresult emu_check_init(void);
+/* emu_check_init, then CUDA_ERROR_INVALID_DEVICE unless 0 <= dev < device count. */
+CUresult emu_check_dev(CUdevice dev);
+
+/* ---- operations ------------------------------------------------------------------------- */
+/* A mark is one recording of an event: it fires when its stream reaches it. */
+struct emu_mark {
+    atomic_int refs;
+    atomic_int done;
+    atomic_ullong t_ns;
+};
+struct emu_mark *emu_mark_new(void);
+void emu_mark_put(struct emu_mark *m);
+
+enum emu_op_kind {
+    EMU_OP_COPY,
+    EMU_OP_SET8,
+    EMU_OP_SET32,
+    EMU_OP_HOST_FN,
+    EMU_OP_CALLBACK,
+    EMU_OP_KERNEL,
+    EMU_OP_RECORD,
+    EMU_OP_WAIT_EVENT,
+    EMU_OP_WAIT_VALUE,
+    EMU_OP_WRITE_VALUE,
+    EMU_OP_WAIT_SEQ, /* implicit legacy-stream synchronisation */
+};
+
+struct emu_op {
+    struct emu_op *next;
+    enum emu_op_kind kind;
+    union {
+        struct {
+            void *dst;
+            const void *src;
+            size_t n;
+        } copy;
+        struct {
+            void *dst;
+            uint32_t val;
+            size_t n;
+        } set;
+        struct {
+            CUhostFn fn;
+            void *arg;
+        } host;
+        struct {
+            CUstreamCallback fn;
+            void *arg;
+            CUstream handle;
+        } cb;
+        struct {
+            void (*fn)(void *);
+            void *arg;
+            uint64_t ns;
+        } kernel;
+        struct {
+            struct emu_mark *mark;
+        } mark;
+        struct {
+            struct CUstream_st *stream; /* referenced */
+            uint64_t seq;
+        } seqw;
+        struct {
+            uint32_t *addr;
+            uint32_t val;
+            unsigned flags;
+        } value;
+    } u;
+};
+
+struct emu_op *emu_op_new(enum emu_op_kind kind);
+void emu_op_free(struct emu_op *op);
+void emu_op_run(struct emu_op *op);
+int emu_value_satisfied(uint32_t cur, uint32_t val, unsigned flags);
+
+/* ---- objects ------------------------------------------------------------------------------ */
+struct CUctx_st {
+    CUdevice dev;
+    unsigned flags;
+    int primary;
+    int retains;   /* primary only, under emu_g.lock */
+    int destroyed; /* under emu_g.lock */
+    unsigned long long id;
+    struct CUstream_st *def;     /* the NULL / legacy / per-thread stream */
+    struct CUstream_st *streams; /* user streams, under emu_g.lock */
+    struct CUctx_st *all_next;
+};
+
+struct CUgraph_st {
+    struct emu_op *head, *tail;
+    size_t nops;
+    unsigned long long capture_id;
+};
+
+struct CUstream_st {
+    struct CUctx_st *ctx;
+    unsigned flags;
+    int priority;
+    int is_default;
+    unsigned long long id;
+    atomic_int refs;
+    pthread_mutex_t lock; /* guards queue, thread, capture */
+    pthread_cond_t cond;
+    struct emu_op *head, *tail;
+    uint64_t submitted;
+    atomic_ullong done;      /* operations finished, internal ones included */
+    uint64_t user_submitted; /* operations of the caller (not internal waits) */
+    atomic_ullong executed;  /* of those, finished */
+    int thread_started;
+    int stopping;
+    pthread_t thread;
+    CUstreamCaptureStatus cap_status;
+    unsigned long long cap_id;
+    struct CUgraph_st *cap_graph;
+    struct CUstream_st *ctx_next; /* under emu_g.lock */
+};
+
+struct CUevent_st {
+    unsigned flags;
+    atomic_int refs;
+    pthread_mutex_t lock;
+    struct emu_mark *last; /* most recent record, NULL if never recorded */
+};
+
+/* contexts (emu_ctx.c) */
+/* Current context of the calling thread, or NULL (INVALID_CONTEXT) when none is valid. */
+CUresult emu_current_ctx(struct CUctx_st **out);
+
+/* streams (emu_stream.c) */
+struct CUstream_st *emu_stream_alloc(struct CUctx_st *ctx, unsigned flags, int priority,
+                                     int is_default);
+/* Resolve a handle (0, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD mean the current context's
+ * default stream) and take a reference. */
+CUresult emu_stream_get(CUstream h, struct CUstream_st **out);
+void emu_stream_put(struct CUstream_st *s);
+/* Queue op on s (or record it into the graph while capturing). Takes ownership of op on
+ * success. *seq (optional) gets the op's position, 0 when captured. */
+CUresult emu_stream_submit(struct CUstream_st *s, struct emu_op *op, uint64_t *seq);
+/* Drain the queue and join the stream's thread. */
+void emu_stream_shutdown(struct CUstream_st *s);
+void emu_stream_wait_seq(struct CUstream_st *s, uint64_t seq);
+/* Wait for everything submitted so far (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED while capturing). */
+CUresult emu_stream_sync(struct CUstream_st *s);
+/* Enqueue op on handle h and wait for it when sync != 0 (used by the synchronous copies). */
+CUresult emu_submit_to(CUstream h, struct emu_op *op, int sync);
+
+/* graphs (emu_graph.c) */
+struct CUgraph_st *emu_graph_new(unsigned long long capture_id);
+void emu_graph_free(struct CUgraph_st *g);
+
+/* fork support (emu_init.c) */
+void emu_reset_after_fork(void);
+void emu_wait_reset_after_fork(void);
+
+#endif

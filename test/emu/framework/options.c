@@ -1,0 +1,423 @@
+/* prophet-emu command line: parsing, validation and the --help text. */
+#include "options.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage_text[] =
+    "NAME\n"
+    "    prophet-emu - emulate a data-parallel training job on the emulated GPU cluster\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    prophet-emu --ranks N --profile FILE --mode per-tensor|ddp|horovod --iters K [OPTION]...\n"
+    "    prophet-emu --help\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    Runs N rank processes that train the model described by a prophet-profile/1 file\n"
+    "    (gradients in backward order with their sizes and ready times) on the emulated CUDA\n"
+    "    driver (libcuda.so.1) and the emulated NCCL (libnccl.so.2). Each rank computes forward\n"
+    "    and backward as emulated kernels that last as long as the profile says, writes every\n"
+    "    gradient with deterministic small integers, and all-reduces the gradients the way the\n"
+    "    chosen framework does. Every all-reduced element is checked exactly against the sum\n"
+    "    over ranks. Nothing but the public CUDA driver and NCCL APIs is used, so an LD_PRELOAD\n"
+    "    NCCL interposer (libprophet.so) can be tested end to end without a GPU.\n"
+    "\n"
+    "MODEL\n"
+    "    The parent reads the profile, calls ncclGetUniqueId and forks the N ranks (before any\n"
+    "    CUDA call). Rank r: cuInit, primary context of device r mod count, a compute stream,\n"
+    "    ncclCommInitRank, one device buffer per gradient. Per iteration:\n"
+    "      forward   one kernel per layer in forward order (reverse of backward order);\n"
+    "                forward_us is split over the layers like the backward gaps.\n"
+    "      backward  for gradient g in backward order a kernel that ends at ready_us[g] after\n"
+    "                backward start and then writes g's values f(seed, rank, iteration, g, i)\n"
+    "                in [-8, 8], so fp32 sums are exact; then the framework's all-reduces:\n"
+    "      per-tensor  one ncclAllReduce(sum) per gradient on a process-group stream that first\n"
+    "                waits on the compute stream (cuEventRecord + cuStreamWaitEvent); an end\n"
+    "                event is recorded on that stream right after the call.\n"
+    "      ddp       PyTorch DDP: buckets (first --first-bucket-mb, then --bucket-mb; a bucket\n"
+    "                closes when it reaches its limit). Iteration 0 buckets follow the reverse\n"
+    "                of parameter order (descending priority); from iteration 1 on they are\n"
+    "                rebuilt in the order the gradients became ready. Each gradient is copied\n"
+    "                into its bucket on the compute stream; a full bucket is all-reduced on the\n"
+    "                process-group stream (after an event wait), in bucket order; at the end of\n"
+    "                backward the compute stream waits on the end events and copies back.\n"
+    "      horovod   a background thread per rank runs Horovod's cycle every --cycle-ms: a\n"
+    "                coordinator (rank 0, through shared memory) takes the tensors that are\n"
+    "                ready on every rank, fuses them in order up to --fusion-mb, and every rank\n"
+    "                copies them into its fusion buffer, issues one ncclAllReduce and copies\n"
+    "                out on its Horovod stream; a tensor above the threshold goes alone.\n"
+    "    --wait all: the next forward waits for every all-reduce; the host synchronises and\n"
+    "    checks all gradients at the end of each iteration. --wait per-layer: layer i's forward\n"
+    "    kernel waits only on the all-reduce of gradient i and checks it when it runs.\n"
+    "\n"
+    "OPTIONS\n"
+    "    --ranks N            number of rank processes, 1..64 (required)\n"
+    "    --profile FILE       prophet-profile/1 JSON file, e.g. profiles/resnet50.json (required)\n"
+    "    --mode MODE          per-tensor | ddp | horovod (required)\n"
+    "    --iters K            measured iterations, 1..100000 (required)\n"
+    "    --warmup W           iterations run before the measured ones (default 1). Iterations\n"
+    "                         are numbered from 0 including warm-up ones.\n"
+    "    --json OUT           write a JSON summary object to OUT ('-' = stdout; the summary\n"
+    "                         line then goes to stderr)\n"
+    "    --wait all|per-layer what the next iteration's forward waits for (default all)\n"
+    "    --scale S            multiplies every modelled time: forward_us, backward_us, ready_us\n"
+    "                         and --cycle-ms (default 1.0; 0 < S <= 1000). 0.05 turns\n"
+    "                         ResNet-50's 99 ms iteration into about 5 ms of compute.\n"
+    "    --elements-scale E   multiplies every tensor's element count (rounded, at least 1)\n"
+    "                         and the byte thresholds --bucket-mb, --first-bucket-mb and\n"
+    "                         --fusion-mb, so the number and grouping of the calls stay about\n"
+    "                         the same while the bytes shrink (default 1.0; 0 < E <= 1).\n"
+    "    --bucket-mb M        DDP bucket size in MiB (default 25)\n"
+    "    --first-bucket-mb M  DDP first bucket size in MiB (default 1)\n"
+    "    --fusion-mb M        Horovod fusion threshold in MiB (default 64)\n"
+    "    --cycle-ms C         Horovod cycle time in ms before --scale (default 1)\n"
+    "    --host-sync-at G     after issuing the all-reduce that covers gradient index G (backward\n"
+    "                         order, 0-based) the host calls cuStreamSynchronize on the NCCL "
+    "stream,\n"
+    "                         in every iteration, as a job that synchronises mid-backward does\n"
+    "                         (default off)\n"
+    "    --mismatch-rank R    rank R issues ncclBroadcast instead of the first all-reduce of\n"
+    "                         iteration 1, so the collectives do not match; the run must fail\n"
+    "                         (default off)\n"
+    "    --corrupt-rank R     rank R adds 1 to the middle element of the middle gradient it\n"
+    "                         produces in iteration 1 (iteration 0 when there is only one), so\n"
+    "                         the ranks must report a wrong result: a test of the checker\n"
+    "                         (default off)\n"
+    "    --seed X             seed of the gradient values (default 1)\n"
+    "    --timeout SEC        kill every rank and exit 3 if the run lasts longer (default 300)\n"
+    "    --quiet              no summary line on stdout\n"
+    "    --help               this text\n"
+    "\n"
+    "OUTPUT\n"
+    "    A summary line on stdout (unless --quiet): mode, ranks, median and mean iteration time\n"
+    "    on rank 0, the median of the per-iteration maximum over ranks, calls and bytes per\n"
+    "    iteration. Iteration time is measured on each rank from the start of the iteration to\n"
+    "    the host synchronisation at its end (--wait all: all results checked; per-layer: the\n"
+    "    compute stream has finished backward). --json OUT writes {\"mode\", \"ranks\", "
+    "\"profile\",\n"
+    "    \"iters\", \"warmup\", \"iteration_us\" (rank 0, measured iterations), "
+    "\"iteration_max_us\",\n"
+    "    \"median_us\", \"mean_us\", \"median_max_us\", \"calls_per_iter\", \"bytes_per_iter\" "
+    "(last\n"
+    "    iteration, rank 0), \"ok\"}. Errors go to stderr, one line each, prefixed\n"
+    "    'prophet-emu:' or 'prophet-emu: rank R:'; a wrong element is reported with rank,\n"
+    "    iteration, gradient name, element index, expected and received values.\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    0  every rank finished and every all-reduced element was exact\n"
+    "    1  a rank failed: wrong data, a CUDA or NCCL error (e.g. mismatched collectives), crash\n"
+    "    2  bad option or unreadable profile (one line on stderr)\n"
+    "    3  timeout: the ranks were killed after --timeout seconds\n"
+    "\n"
+    "ENVIRONMENT\n"
+    "    Link or LD_LIBRARY_PATH must select the emulated libraries (build/lib/emu); prophet-emu\n"
+    "    carries an RPATH to them. LD_PRELOAD=build/lib/libprophet.so adds the interposer.\n"
+    "\n"
+    "EXAMPLES\n"
+    "    prophet-emu --ranks 4 --profile profiles/resnet50.json --mode ddp --iters 10\n"
+    "    prophet-emu --ranks 8 --profile profiles/resnet50.json --mode horovod --iters 5 \\\n"
+    "        --scale 0.05 --elements-scale 0.01 --json out.json\n"
+    "    LD_PRELOAD=build/lib/libprophet.so prophet-emu --ranks 2 --mode per-tensor \\\n"
+    "        --profile profiles/mobilenet_v2.json --iters 20 --wait per-layer --host-sync-at 40\n"
+    "    prophet-emu --ranks 2 --profile profiles/vgg16.json --mode ddp --iters 3 \\\n"
+    "        --mismatch-rank 1     # must fail with exit status 1\n";
+
+void emu_options_usage(FILE *f)
+{
+    fputs(usage_text, f);
+}
+
+const char *emu_mode_name(enum emu_mode m)
+{
+    switch (m) {
+    case EMU_MODE_PER_TENSOR:
+        return "per-tensor";
+    case EMU_MODE_DDP:
+        return "ddp";
+    case EMU_MODE_HOROVOD:
+        return "horovod";
+    }
+    return "?";
+}
+
+const char *emu_wait_name(enum emu_wait w)
+{
+    return w == EMU_WAIT_ALL ? "all" : "per-layer";
+}
+
+enum {
+    OPT_RANKS = 256,
+    OPT_PROFILE,
+    OPT_MODE,
+    OPT_ITERS,
+    OPT_WARMUP,
+    OPT_JSON,
+    OPT_WAIT,
+    OPT_SCALE,
+    OPT_ELEMENTS_SCALE,
+    OPT_BUCKET_MB,
+    OPT_FIRST_BUCKET_MB,
+    OPT_FUSION_MB,
+    OPT_CYCLE_MS,
+    OPT_HOST_SYNC_AT,
+    OPT_MISMATCH_RANK,
+    OPT_CORRUPT_RANK,
+    OPT_SEED,
+    OPT_TIMEOUT,
+    OPT_QUIET,
+    OPT_HELP,
+};
+
+static const struct option long_opts[] = {
+    {"ranks", required_argument, NULL, OPT_RANKS},
+    {"profile", required_argument, NULL, OPT_PROFILE},
+    {"mode", required_argument, NULL, OPT_MODE},
+    {"iters", required_argument, NULL, OPT_ITERS},
+    {"warmup", required_argument, NULL, OPT_WARMUP},
+    {"json", required_argument, NULL, OPT_JSON},
+    {"wait", required_argument, NULL, OPT_WAIT},
+    {"scale", required_argument, NULL, OPT_SCALE},
+    {"elements-scale", required_argument, NULL, OPT_ELEMENTS_SCALE},
+    {"bucket-mb", required_argument, NULL, OPT_BUCKET_MB},
+    {"first-bucket-mb", required_argument, NULL, OPT_FIRST_BUCKET_MB},
+    {"fusion-mb", required_argument, NULL, OPT_FUSION_MB},
+    {"cycle-ms", required_argument, NULL, OPT_CYCLE_MS},
+    {"host-sync-at", required_argument, NULL, OPT_HOST_SYNC_AT},
+    {"mismatch-rank", required_argument, NULL, OPT_MISMATCH_RANK},
+    {"corrupt-rank", required_argument, NULL, OPT_CORRUPT_RANK},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"quiet", no_argument, NULL, OPT_QUIET},
+    {"help", no_argument, NULL, OPT_HELP},
+    {NULL, 0, NULL, 0},
+};
+
+static int bad(const char *opt, const char *val, const char *why)
+{
+    fprintf(stderr, "prophet-emu: --%s '%s': %s (see --help)\n", opt, val, why);
+    return 2;
+}
+
+static int parse_long(const char *opt, const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) {
+        char why[96];
+        snprintf(why, sizeof(why), "expected an integer in %ld..%ld", lo, hi);
+        return bad(opt, s, why);
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_double(const char *opt, const char *s, double lo_excl, double hi, double *out)
+{
+    char *end;
+    double v;
+
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v <= lo_excl || v > hi) {
+        char why[96];
+        snprintf(why, sizeof(why), "expected a number > %g and <= %g", lo_excl, hi);
+        return bad(opt, s, why);
+    }
+    *out = v;
+    return 0;
+}
+
+static void set_defaults(struct emu_options *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->ranks = 0;
+    o->mode = -1;
+    o->iters = 0;
+    o->warmup = 1;
+    o->wait = EMU_WAIT_ALL;
+    o->scale = 1.0;
+    o->elements_scale = 1.0;
+    o->bucket_mb = 25.0;
+    o->first_bucket_mb = 1.0;
+    o->fusion_mb = 64.0;
+    o->cycle_ms = 1.0;
+    o->host_sync_at = -1;
+    o->mismatch_rank = -1;
+    o->corrupt_rank = -1;
+    o->seed = 1;
+    o->timeout_s = 300.0;
+}
+
+static int parse_one(int c, const char *arg, struct emu_options *o)
+{
+    long v;
+    const char *name = NULL;
+
+    for (const struct option *p = long_opts; p->name; p++)
+        if (p->val == c)
+            name = p->name;
+
+    switch (c) {
+    case OPT_RANKS:
+        if (parse_long(name, arg, 1, EMU_MAX_RANKS, &v))
+            return 2;
+        o->ranks = (int)v;
+        return 0;
+    case OPT_PROFILE:
+        if (!*arg)
+            return bad(name, arg, "empty file name");
+        o->profile = arg;
+        return 0;
+    case OPT_MODE:
+        if (!strcmp(arg, "per-tensor"))
+            o->mode = EMU_MODE_PER_TENSOR;
+        else if (!strcmp(arg, "ddp"))
+            o->mode = EMU_MODE_DDP;
+        else if (!strcmp(arg, "horovod"))
+            o->mode = EMU_MODE_HOROVOD;
+        else
+            return bad(name, arg, "expected per-tensor, ddp or horovod");
+        return 0;
+    case OPT_ITERS:
+        if (parse_long(name, arg, 1, EMU_MAX_ITERS, &v))
+            return 2;
+        o->iters = (int)v;
+        return 0;
+    case OPT_WARMUP:
+        if (parse_long(name, arg, 0, EMU_MAX_ITERS, &v))
+            return 2;
+        o->warmup = (int)v;
+        return 0;
+    case OPT_JSON:
+        if (!*arg)
+            return bad(name, arg, "empty file name");
+        o->json = arg;
+        return 0;
+    case OPT_WAIT:
+        if (!strcmp(arg, "all"))
+            o->wait = EMU_WAIT_ALL;
+        else if (!strcmp(arg, "per-layer"))
+            o->wait = EMU_WAIT_PER_LAYER;
+        else
+            return bad(name, arg, "expected all or per-layer");
+        return 0;
+    case OPT_SCALE:
+        return parse_double(name, arg, 0.0, 1000.0, &o->scale) ? 2 : 0;
+    case OPT_ELEMENTS_SCALE:
+        return parse_double(name, arg, 0.0, 1.0, &o->elements_scale) ? 2 : 0;
+    case OPT_BUCKET_MB:
+        return parse_double(name, arg, 0.0, 65536.0, &o->bucket_mb) ? 2 : 0;
+    case OPT_FIRST_BUCKET_MB:
+        return parse_double(name, arg, 0.0, 65536.0, &o->first_bucket_mb) ? 2 : 0;
+    case OPT_FUSION_MB:
+        return parse_double(name, arg, 0.0, 65536.0, &o->fusion_mb) ? 2 : 0;
+    case OPT_CYCLE_MS:
+        return parse_double(name, arg, 0.0, 10000.0, &o->cycle_ms) ? 2 : 0;
+    case OPT_HOST_SYNC_AT:
+        if (parse_long(name, arg, 0, LONG_MAX, &v))
+            return 2;
+        o->host_sync_at = v;
+        return 0;
+    case OPT_MISMATCH_RANK:
+        if (parse_long(name, arg, 0, EMU_MAX_RANKS - 1, &v))
+            return 2;
+        o->mismatch_rank = (int)v;
+        return 0;
+    case OPT_CORRUPT_RANK:
+        if (parse_long(name, arg, 0, EMU_MAX_RANKS - 1, &v))
+            return 2;
+        o->corrupt_rank = (int)v;
+        return 0;
+    case OPT_SEED: {
+        char *end;
+        errno = 0;
+        unsigned long long s = strtoull(arg, &end, 0);
+        if (errno || end == arg || *end || arg[0] == '-')
+            return bad(name, arg, "expected a non-negative integer");
+        o->seed = s;
+        return 0;
+    }
+    case OPT_TIMEOUT:
+        return parse_double(name, arg, 0.0, 86400.0, &o->timeout_s) ? 2 : 0;
+    case OPT_QUIET:
+        o->quiet = 1;
+        return 0;
+    }
+    return 2;
+}
+
+static int check_required(const struct emu_options *o)
+{
+    const char *missing = NULL;
+
+    if (!o->ranks)
+        missing = "--ranks";
+    else if (!o->profile)
+        missing = "--profile";
+    else if ((int)o->mode < 0)
+        missing = "--mode";
+    else if (!o->iters)
+        missing = "--iters";
+    if (missing) {
+        fprintf(stderr, "prophet-emu: missing required option %s (see --help)\n", missing);
+        return 2;
+    }
+    if (o->mismatch_rank >= o->ranks) {
+        fprintf(stderr, "prophet-emu: --mismatch-rank %d: must be below --ranks %d\n",
+                o->mismatch_rank, o->ranks);
+        return 2;
+    }
+    if (o->corrupt_rank >= o->ranks) {
+        fprintf(stderr, "prophet-emu: --corrupt-rank %d: must be below --ranks %d\n",
+                o->corrupt_rank, o->ranks);
+        return 2;
+    }
+    if (o->mismatch_rank >= 0 && o->warmup + o->iters < 2) {
+        fprintf(stderr, "prophet-emu: --mismatch-rank needs at least 2 iterations "
+                        "(--warmup + --iters)\n");
+        return 2;
+    }
+    if ((long)o->warmup + o->iters > EMU_MAX_ITERS) {
+        fprintf(stderr, "prophet-emu: --warmup + --iters must not exceed %d\n", EMU_MAX_ITERS);
+        return 2;
+    }
+    return 0;
+}
+
+int emu_options_parse(int argc, char **argv, struct emu_options *o)
+{
+    int c, idx;
+
+    set_defaults(o);
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":", long_opts, &idx)) != -1) {
+        if (c == OPT_HELP) {
+            emu_options_usage(stdout);
+            return 1;
+        }
+        if (c == '?') {
+            fprintf(stderr, "prophet-emu: unknown option '%s' (see --help)\n", argv[optind - 1]);
+            return 2;
+        }
+        if (c == ':') {
+            fprintf(stderr, "prophet-emu: option '%s' needs a value (see --help)\n",
+                    argv[optind - 1]);
+            return 2;
+        }
+        if (parse_one(c, optarg, o))
+            return 2;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "prophet-emu: unexpected argument '%s' (see --help)\n", argv[optind]);
+        return 2;
+    }
+    return check_required(o);
+}

@@ -1,0 +1,53 @@
+/* prophet-emu command line: the options, their defaults and their validation. */
+#ifndef EMU_OPTIONS_H
+#define EMU_OPTIONS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define EMU_MAX_RANKS 64
+#define EMU_MAX_ITERS 100000
+
+enum emu_mode { EMU_MODE_PER_TENSOR = 0, EMU_MODE_DDP, EMU_MODE_HOROVOD };
+enum emu_wait { EMU_WAIT_ALL = 0, EMU_WAIT_PER_LAYER };
+
+/* Exit codes of prophet-emu. */
+enum emu_exit {
+    EMU_EXIT_OK = 0,      /* every rank ran and every all-reduced element was exact */
+    EMU_EXIT_FAIL = 1,    /* a rank failed: wrong data, CUDA/NCCL error, crash */
+    EMU_EXIT_USAGE = 2,   /* bad option, unreadable profile, cannot write --json */
+    EMU_EXIT_TIMEOUT = 3, /* the run did not finish within --timeout; ranks were killed */
+};
+
+struct emu_options {
+    int ranks;
+    const char *profile;
+    enum emu_mode mode;
+    int iters;
+    int warmup;
+    const char *json;
+    enum emu_wait wait;
+    double scale;          /* multiplies every modelled time */
+    double elements_scale; /* multiplies every tensor's elements and the byte thresholds */
+    double bucket_mb;
+    double first_bucket_mb;
+    double fusion_mb;
+    double cycle_ms;
+    long host_sync_at; /* gradient index, -1 = off */
+    int mismatch_rank; /* -1 = off */
+    int corrupt_rank;  /* -1 = off */
+    uint64_t seed;
+    double timeout_s;
+    int quiet;
+};
+
+const char *emu_mode_name(enum emu_mode m);
+const char *emu_wait_name(enum emu_wait w);
+
+/* Parses argv into *o. Returns 0 to run, 1 when --help was printed (exit 0), or 2 after printing
+ * one line on stderr (exit 2). */
+int emu_options_parse(int argc, char **argv, struct emu_options *o);
+
+void emu_options_usage(FILE *f);
+
+#endif

@@ -1,0 +1,131 @@
+/* One rank process of the emulated training job: CUDA/NCCL set-up, the iteration loop, and the
+ * helpers that the framework modes share. */
+#ifndef EMU_RANK_H
+#define EMU_RANK_H
+
+#include <cuda.h>
+#include <nccl.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "options.h"
+#include "profile.h"
+#include "shared.h"
+#include "values.h"
+
+struct emu_rank;
+
+/* A framework: how gradients become all-reduces and how results are waited for. */
+struct emu_mode_ops {
+    int (*init)(struct emu_rank *r);
+    /* before the backward kernels of iteration r->iter are launched */
+    int (*begin_backward)(struct emu_rank *r);
+    /* the backward kernel that produces gradient g has been launched on the compute stream */
+    int (*grad_ready)(struct emu_rank *r, size_t g);
+    /* every backward kernel of the iteration has been launched */
+    int (*end_backward)(struct emu_rank *r);
+    /* the compute stream waits until every gradient of the iteration holds its result */
+    int (*wait_all)(struct emu_rank *r);
+    /* the compute stream waits until gradient g of the previous iteration holds its result */
+    int (*wait_grad)(struct emu_rank *r, size_t g);
+    void (*fini)(struct emu_rank *r);
+};
+
+extern const struct emu_mode_ops emu_mode_per_tensor;
+extern const struct emu_mode_ops emu_mode_ddp;
+extern const struct emu_mode_ops emu_mode_horovod;
+
+/* An emulated compute kernel: paced on the compute stream's virtual clock, then `work`. */
+struct emu_kernel_arg {
+    struct emu_rank *r;
+    size_t g;
+    int iter;
+    int restart;   /* the stream waited before this kernel: its clock restarts */
+    CUevent after; /* the one event waited for, or NULL: the clock restarts when it fired */
+    uint64_t ns;   /* modelled duration */
+    void (*work)(struct emu_kernel_arg *a);
+};
+
+struct emu_rank {
+    const struct emu_options *opt;
+    const struct emu_profile *prof;
+    struct emu_shared *sh;
+    int rank;
+    int nranks;
+    int total_iters;
+    int iter; /* iteration being issued by the main thread */
+
+    CUcontext ctx;
+    CUstream compute;
+    ncclComm_t comm;
+
+    size_t ngrad;
+    uint64_t *count;    /* elements of gradient g after --elements-scale */
+    CUdeviceptr *grad;  /* one device buffer per gradient */
+    uint64_t *fwd_ns;   /* forward kernel of layer g */
+    uint64_t *bwd_ns;   /* backward step g: from gradient g-1 ready to gradient g ready */
+    uint64_t tail_ns;   /* backward after the last gradient */
+    uint64_t max_count; /* largest gradient, elements */
+    float sum_table[EMU_VALUE_MOD];
+    float *host_buf; /* host staging for checks, max_count floats */
+
+    struct emu_kernel_arg *bwd_arg;
+    struct emu_kernel_arg *fwd_arg;
+    struct emu_kernel_arg tail_arg;
+    uint64_t pace_end_ns; /* end of the last kernel on the virtual clock (compute stream thread) */
+    int compute_waited;   /* waits enqueued on the compute stream since the last kernel */
+    CUevent waited_event; /* the last of them */
+
+    uint64_t *calls; /* per iteration, written by the thread that issues the calls */
+    uint64_t *bytes;
+
+    pthread_mutex_t err_lock;
+    uint64_t nerr;
+    char first_err[512];
+
+    const struct emu_mode_ops *ops;
+    void *mode; /* the mode's state */
+};
+
+/* Runs rank `rank` to the end; returns the process exit code. Called in the forked child. */
+int emu_rank_main(const struct emu_options *opt, const struct emu_profile *prof,
+                  struct emu_shared *sh, const ncclUniqueId *id, int rank);
+
+/* Error helpers: print one line 'prophet-emu: rank R: ...' and return -1 on failure. */
+int emu_cu(struct emu_rank *r, CUresult rc, const char *what);
+int emu_nccl(struct emu_rank *r, ncclResult_t rc, const char *what);
+void emu_rank_record_error(struct emu_rank *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Issues the all-reduce(sum, fp32, in place when send == recv) of iteration `iter` on stream s,
+ * counting it; on the mismatch rank the first call of iteration 1 is an ncclBroadcast instead. */
+int emu_allreduce(struct emu_rank *r, int iter, CUdeviceptr send, CUdeviceptr recv, size_t count,
+                  CUstream s);
+
+/* The compute stream waits on event e (cuStreamWaitEvent); the next kernel's clock restarts when
+ * e fired. e must not be recorded again before that kernel ran (modes keep one event per
+ * iteration parity). */
+int emu_compute_wait(struct emu_rank *r, CUevent e);
+
+/* Reports an asynchronous error of the communicator (ncclCommGetAsyncError): -1 if any. */
+int emu_async_error(struct emu_rank *r);
+
+/* The host waits for stream s (cuStreamSynchronize), reporting NCCL async errors. */
+int emu_sync(struct emu_rank *r, CUstream s);
+
+/* Scaled byte thresholds (MiB option * --elements-scale), at least 4 bytes. */
+uint64_t emu_threshold_bytes(const struct emu_rank *r, double mib);
+
+/* Events are kept per iteration parity, so that one can be waited for while the host records the
+ * other. */
+static inline int emu_parity(int iter)
+{
+    return iter & 1;
+}
+
+static inline uint64_t emu_grad_bytes(const struct emu_rank *r, size_t g)
+{
+    return r->count[g] * sizeof(float);
+}
+
+#endif

@@ -1,0 +1,130 @@
+/* Aggregating the ranks' timings: the summary line and the --json object. */
+#include "report.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct emu_stats {
+    double *rank0; /* measured iterations of rank 0 */
+    double *max;   /* per measured iteration, max over ranks */
+    int n;
+    double median, mean, median_max;
+};
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+static double median(const double *v, int n)
+{
+    double *c = malloc(sizeof(double) * (size_t)n), m;
+
+    if (!c || n == 0) {
+        free(c);
+        return 0;
+    }
+    memcpy(c, v, sizeof(double) * (size_t)n);
+    qsort(c, (size_t)n, sizeof(double), cmp_double);
+    m = n % 2 ? c[n / 2] : (c[n / 2 - 1] + c[n / 2]) / 2;
+    free(c);
+    return m;
+}
+
+static int stats_compute(const struct emu_options *opt, const struct emu_shared *sh,
+                         struct emu_stats *s)
+{
+    int w = opt->warmup;
+
+    s->n = opt->iters;
+    s->rank0 = calloc((size_t)s->n, sizeof(double));
+    s->max = calloc((size_t)s->n, sizeof(double));
+    if (!s->rank0 || !s->max)
+        return -1;
+    s->mean = 0;
+    for (int i = 0; i < s->n; i++) {
+        s->rank0[i] = sh->iter_us[w + i];
+        s->max[i] = 0;
+        for (int r = 0; r < opt->ranks; r++) {
+            double v = sh->iter_us[(size_t)r * (size_t)sh->total_iters + (size_t)(w + i)];
+            s->max[i] = v > s->max[i] ? v : s->max[i];
+        }
+        s->mean += s->rank0[i] / s->n;
+    }
+    s->median = median(s->rank0, s->n);
+    s->median_max = median(s->max, s->n);
+    return 0;
+}
+
+static json_t *array_of(const double *v, int n)
+{
+    json_t *a = json_array();
+
+    for (int i = 0; a && i < n; i++)
+        json_array_append_new(a, json_real(v[i]));
+    return a;
+}
+
+static int write_json(const struct emu_options *opt, const struct emu_profile *prof,
+                      const struct emu_shared *sh, const struct emu_stats *s, int ok)
+{
+    json_t *o = json_pack("{s:s, s:i, s:s, s:s, s:i, s:i, s:o, s:o, s:f, s:f, s:f, s:I, s:I, "
+                          "s:s, s:f, s:f, s:b}",
+                          "mode", emu_mode_name(opt->mode), "ranks", opt->ranks, "profile",
+                          opt->profile, "wait", emu_wait_name(opt->wait), "iters", opt->iters,
+                          "warmup", opt->warmup, "iteration_us", array_of(s->rank0, s->n),
+                          "iteration_max_us", array_of(s->max, s->n), "median_us", s->median,
+                          "mean_us", s->mean, "median_max_us", s->median_max, "calls_per_iter",
+                          (json_int_t)sh->result[0].calls_per_iter, "bytes_per_iter",
+                          (json_int_t)sh->result[0].bytes_per_iter, "model", prof->model, "scale",
+                          opt->scale, "elements_scale", opt->elements_scale, "ok", ok);
+    int err;
+
+    if (!o) {
+        fprintf(stderr, "prophet-emu: cannot build the JSON summary\n");
+        return -1;
+    }
+    if (!strcmp(opt->json, "-"))
+        err = json_dumpf(o, stdout, JSON_INDENT(1)) || fputc('\n', stdout) == EOF;
+    else
+        err = json_dump_file(o, opt->json, JSON_INDENT(1));
+    json_decref(o);
+    if (err) {
+        fprintf(stderr, "prophet-emu: cannot write --json %s\n", opt->json);
+        return -1;
+    }
+    return 0;
+}
+
+int emu_report(const struct emu_options *opt, const struct emu_profile *prof,
+               const struct emu_shared *sh, int ok)
+{
+    struct emu_stats s = {0};
+    int err = 0;
+
+    if (stats_compute(opt, sh, &s)) {
+        fprintf(stderr, "prophet-emu: out of memory\n");
+        err = -1;
+        goto out;
+    }
+    if (!ok)
+        fprintf(stderr, "prophet-emu: %s %s ranks=%d wait=%s: FAILED\n", prof->model,
+                emu_mode_name(opt->mode), opt->ranks, emu_wait_name(opt->wait));
+    else if (!opt->quiet) /* on stderr when stdout carries the JSON */
+        fprintf(opt->json && !strcmp(opt->json, "-") ? stderr : stdout,
+                "prophet-emu: %s %s ranks=%d wait=%s iters=%d median=%.1fus mean=%.1fus "
+                "median-max=%.1fus calls/iter=%llu bytes/iter=%llu %s\n",
+                prof->model, emu_mode_name(opt->mode), opt->ranks, emu_wait_name(opt->wait),
+                opt->iters, s.median, s.mean, s.median_max,
+                (unsigned long long)sh->result[0].calls_per_iter,
+                (unsigned long long)sh->result[0].bytes_per_iter, ok ? "ok" : "FAILED");
+    if (opt->json)
+        err = write_json(opt, prof, sh, &s, ok);
+out:
+    free(s.rank0);
+    free(s.max);
+    return err;
+}

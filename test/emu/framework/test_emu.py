@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Checks of prophet-emu's command line and outputs, run by ctest.
+
+usage: test_emu.py CASE BIN PROFILE [MODE]
+  help        --help exits 0 and documents every option defined in options.c
+  bad-option  each bad command line exits 2 with one line on stderr, without starting ranks
+  json        --json OUT parses and holds the expected fields and call/byte counts
+  mismatch    --mismatch-rank fails fast (exit 1) and stderr names both collectives
+  corrupt     --corrupt-rank makes the ranks report the wrong element (exit 1)
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FAST = ["--scale", "0.05", "--elements-scale", "0.01", "--quiet"]
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def run(cmd, timeout=60):
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    return p, time.monotonic() - t0
+
+
+def options_in_source():
+    src = open(os.path.join(HERE, "options.c")).read()
+    opts = re.findall(r'\{"([a-z-]+)", (?:required|no)_argument', src)
+    if len(opts) < 10:
+        fail("could not read the option table from options.c")
+    return opts
+
+
+def case_help(emu, profile, mode):
+    p, _ = run([emu, "--help"])
+    if p.returncode != 0:
+        fail("--help exited %d" % p.returncode)
+    missing = [o for o in options_in_source() if "--" + o not in p.stdout]
+    if missing:
+        fail("--help does not mention: " + ", ".join("--" + o for o in missing))
+    for word in ("EXIT STATUS", "EXAMPLES", "per-tensor", "ddp", "horovod", "default"):
+        if word not in p.stdout:
+            fail("--help lacks " + word)
+    print("ok: --help documents %d options" % len(options_in_source()))
+
+
+def case_bad_option(emu, profile, mode):
+    base = ["--ranks", "2", "--profile", profile, "--mode", "ddp", "--iters", "2"]
+    bad = [
+        ["--bogus"] + base,
+        base + ["extra"],
+        ["--ranks", "0"] + base[2:],
+        ["--ranks", "abc"] + base[2:],
+        ["--ranks", "65"] + base[2:],
+        base[:4] + ["--mode", "mpi", "--iters", "2"],
+        base[:6] + ["--iters", "0"],
+        base + ["--scale", "-1"],
+        base + ["--scale", "nan"],
+        base + ["--elements-scale", "2"],
+        base + ["--wait", "sometimes"],
+        base + ["--mismatch-rank", "2"],
+        base + ["--host-sync-at", "100000"],
+        base + ["--bucket-mb", "0"],
+        base + ["--cycle-ms", "x"],
+        base + ["--timeout", "0"],
+        base + ["--seed", "-3"],
+        base + ["--iters"],
+        ["--ranks", "2", "--mode", "ddp", "--iters", "2"],
+        ["--ranks", "2", "--profile", "/nonexistent.json", "--mode", "ddp", "--iters", "2"],
+        ["--ranks", "2", "--profile", os.path.join(HERE, "test_emu.py"), "--mode", "ddp",
+         "--iters", "2"],
+    ]
+    for args in bad:
+        p, dt = run([emu] + args, timeout=20)
+        lines = [l for l in p.stderr.splitlines() if l.strip()]
+        if p.returncode != 2:
+            fail("%s: exit %d, expected 2 (stderr: %s)" % (args, p.returncode, p.stderr))
+        if len(lines) != 1 or not lines[0].startswith("prophet-emu:"):
+            fail("%s: expected one 'prophet-emu:' line on stderr, got %r" % (args, p.stderr))
+        if p.stdout:
+            fail("%s: unexpected stdout %r" % (args, p.stdout))
+    print("ok: %d bad command lines exit 2 with one line" % len(bad))
+
+
+def scaled_sizes(profile, es):
+    t = json.load(open(profile))["tensors"]
+    return t, [max(1, int(x["elements"] * es + 0.5)) * 4 for x in t]
+
+
+def ddp_buckets(sizes, order, first, cap):
+    n, fill, lim = 0, 0, first
+    for g in order:
+        fill += sizes[g]
+        if fill >= lim:
+            n, fill, lim = n + 1, 0, cap
+    return n + (1 if fill else 0)
+
+
+def case_json(emu, profile, mode):
+    es = 0.01
+    tensors, sizes = scaled_sizes(profile, es)
+    mib = 1024.0 * 1024.0
+    expect_calls = {
+        "per-tensor": len(tensors),
+        "ddp": ddp_buckets(sizes, range(len(sizes)), int(1 * mib * es), int(25 * mib * es)),
+    }
+    for m in ("per-tensor", "ddp", "horovod"):
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "out.json")
+            p, _ = run([emu, "--ranks", "2", "--profile", profile, "--mode", m, "--iters", "3",
+                        "--warmup", "2", "--json", out] + FAST)
+            if p.returncode != 0:
+                fail("%s: exit %d: %s" % (m, p.returncode, p.stderr))
+            o = json.load(open(out))
+        for k in ("mode", "ranks", "profile", "iters", "warmup", "iteration_us", "median_us",
+                  "mean_us", "calls_per_iter", "bytes_per_iter", "ok"):
+            if k not in o:
+                fail("%s: key %s missing in %s" % (m, k, o))
+        if o["mode"] != m or o["ranks"] != 2 or o["iters"] != 3 or o["warmup"] != 2:
+            fail("%s: wrong header %s" % (m, o))
+        if len(o["iteration_us"]) != 3 or min(o["iteration_us"]) <= 0 or o["ok"] is not True:
+            fail("%s: bad iteration_us/ok %s" % (m, o))
+        if not (min(o["iteration_us"]) <= o["median_us"] <= max(o["iteration_us"])):
+            fail("%s: median outside the iterations %s" % (m, o))
+        if o["bytes_per_iter"] != sum(sizes):
+            fail("%s: bytes_per_iter %d, expected %d" % (m, o["bytes_per_iter"], sum(sizes)))
+        if m in expect_calls and o["calls_per_iter"] != expect_calls[m]:
+            fail("%s: calls_per_iter %d, expected %d" % (m, o["calls_per_iter"], expect_calls[m]))
+        if m == "horovod" and not 1 <= o["calls_per_iter"] <= len(tensors):
+            fail("horovod: calls_per_iter %d out of range" % o["calls_per_iter"])
+        print("ok: %s json: median %.0f us, %d calls, %d bytes" %
+              (m, o["median_us"], o["calls_per_iter"], o["bytes_per_iter"]))
+    p, _ = run([emu, "--ranks", "1", "--profile", profile, "--mode", "ddp", "--iters", "1",
+                "--json", "-"] + FAST)
+    if p.returncode != 0 or json.loads(p.stdout)["ok"] is not True:
+        fail("--json - : exit %d, stdout %r" % (p.returncode, p.stdout))
+
+
+def case_mismatch(emu, profile, mode):
+    p, dt = run([emu, "--ranks", "2", "--profile", profile, "--mode", mode, "--iters", "3",
+                 "--mismatch-rank", "1", "--timeout", "50"] + FAST)
+    err = p.stderr.lower()
+    if p.returncode != 1:
+        fail("exit %d, expected 1; stderr: %s" % (p.returncode, p.stderr))
+    if dt > 10:
+        fail("took %.1f s to fail" % dt)
+    if "broadcast" not in err or "allreduce" not in err.replace("_", "").replace("-", ""):
+        fail("stderr does not name both collectives: %s" % p.stderr)
+    print("ok: mismatch (%s) failed in %.2f s" % (mode, dt))
+
+
+def case_corrupt(emu, profile, mode):
+    tensors = json.load(open(profile))["tensors"]
+    g = len(tensors) // 2
+    for wait in ("all", "per-layer"):
+        p, dt = run([emu, "--ranks", "3", "--profile", profile, "--mode", mode, "--iters", "3",
+                     "--wait", wait, "--corrupt-rank", "1", "--timeout", "50"] + FAST)
+        if p.returncode != 1:
+            fail("%s: exit %d, expected 1; stderr: %s" % (wait, p.returncode, p.stderr))
+        want = "wrong result: iteration 1 gradient %d '%s' element" % (g, tensors[g]["name"])
+        # the first rank to fail exits; the others may see a closed connection first
+        ranks = [r for r in range(3) if ("rank %d: " % r + want) in p.stderr]
+        if not ranks or p.stderr.count("wrong result") != len(ranks):
+            fail("%s: expected ranks to report only '%s'; stderr: %s" % (wait, want, p.stderr))
+        if not re.search(r"expected (-?\d+), got (-?\d+)", p.stderr):
+            fail("%s: no expected/got values in: %s" % (wait, p.stderr))
+    print("ok: corrupted input detected (%s)" % mode)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 4:
+        print(__doc__)
+        sys.exit(2)
+    case = {"help": case_help, "bad-option": case_bad_option, "json": case_json,
+            "mismatch": case_mismatch, "corrupt": case_corrupt}[sys.argv[1]]
+    case(sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else None)
