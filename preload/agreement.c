@@ -1,0 +1,145 @@
+/* Agreement of plans (invariant 1). Plans come from timing data that differ per rank, so only
+ * rank 0 makes one; at the first call of iteration K (program order: K = learn_iters, then every
+ * replan_iters) every rank broadcasts PROPHET_PLAN_WIRE_BYTES from rank 0 on its internal stream,
+ * and at the first call of iteration K + 2 or later installs what arrived. Whether a plan is used
+ * depends only on the agreed bytes and on program-order data (the call count and the signature
+ * hash of the last complete iteration, equal on every rank because NCCL requires every rank to
+ * make the same calls), so every rank decides alike. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "prophet_preload.h"
+
+static void prophet_agreement_install(prophet_comm_t *c, uint64_t iteration)
+{
+    prophet_plan_t *plan;
+    CUresult rc;
+
+    c->plan_pending = 0;
+    /* a bounded wait at a program-order point: the broadcast was issued two iterations ago */
+    if ((rc = prophet_cu.EventSynchronize(c->plan_event)) != CUDA_SUCCESS) {
+        prophet_comm_fail(c, "waiting for the plan broadcast", rc);
+        return;
+    }
+    plan = calloc(1, sizeof(*plan));
+    if (!plan)
+        return; /* cannot happen in practice; treated like a rejected plan on this rank only */
+    if (prophet_plan_unpack(plan, c->plan_host, PROPHET_PLAN_WIRE_BYTES) < 0 ||
+        plan->n_calls == 0) {
+        prophet_msg(PROPHET_LOG_INFO, "comm %lu iteration %lu: no plan from rank 0 yet",
+                    (unsigned long)c->id, (unsigned long)iteration);
+        goto out;
+    }
+    if (plan->n_calls != c->agree_n || plan->sig_hash != c->agree_hash ||
+        prophet_engine_set_plan(c->engine, plan) != 0) {
+        c->stats.plan_rejects++;
+        prophet_msg(PROPHET_LOG_INFO,
+                    "comm %lu iteration %lu: plan v%u does not match the calls here; built-in "
+                    "policy kept",
+                    (unsigned long)c->id, (unsigned long)iteration, plan->version);
+        goto out;
+    }
+    c->have_plan = 1;
+    c->stats.plans++;
+    prophet_msg(PROPHET_LOG_INFO,
+                "comm %lu iteration %lu: plan v%u agreed (%s, %u calls in %u blocks, predicted "
+                "%.0f us)",
+                (unsigned long)c->id, (unsigned long)iteration, plan->version,
+                prophet_policy_name(plan->policy), plan->n_calls, plan->n_blocks,
+                plan->predicted_iteration_us);
+    prophet_logb_plan(c, iteration, plan);
+out:
+    free(plan);
+}
+
+/* Rank 0: packs its plan (or an empty one) into the broadcast buffer. */
+static void prophet_agreement_pack(prophet_comm_t *c)
+{
+    const prophet_profile_t *prof = prophet_learner_profile(c->learner);
+    prophet_planner_opts_t po = {
+        .policy = prophet_cfg.policy_set ? prophet_cfg.policy : prophet_policy_default(),
+        .fusion_bytes = prophet_cfg.fusion_bytes,
+        .cycle_us = prophet_cfg.cycle_us,
+        .bucket_bytes = prophet_cfg.bucket_bytes,
+        .credit_bytes = prophet_cfg.credit_bytes,
+        .ranks = c->nranks > 0 ? (uint32_t)c->nranks : 1,
+    };
+    prophet_plan_t *plan = calloc(1, sizeof(*plan));
+    prophet_net_t net;
+
+    memset(c->plan_host, 0, PROPHET_PLAN_WIRE_BYTES);
+    if (!plan)
+        return;
+    prophet_netmodel_get(c->net, &net);
+    if (prof && prof->n_calls == c->agree_n && prophet_plan_make(&po, prof, &net, plan) == 0) {
+        plan->version = ++c->plan_version;
+        plan->n_calls = c->agree_n;
+        plan->sig_hash = c->agree_hash; /* the hash every rank computes the same way */
+        if (prophet_plan_pack(plan, c->plan_host, PROPHET_PLAN_WIRE_BYTES) < 0)
+            memset(c->plan_host, 0, PROPHET_PLAN_WIRE_BYTES);
+    }
+    free(plan);
+}
+
+static void prophet_agreement_broadcast(prophet_comm_t *c, uint64_t iteration)
+{
+    prophet_net_t net;
+    double probe;
+    ncclResult_t nrc;
+    CUresult rc;
+
+    c->agree_n = c->seq_n_last;
+    c->agree_hash = c->seq_hash_last;
+    if (c->rank == 0 && !c->passthrough)
+        prophet_agreement_pack(c);
+    else if (c->rank == 0)
+        memset(c->plan_host, 0, PROPHET_PLAN_WIRE_BYTES);
+    nrc = prophet_nccl.Broadcast((void *)(uintptr_t)c->plan_dev, (void *)(uintptr_t)c->plan_dev,
+                                 PROPHET_PLAN_WIRE_BYTES, ncclUint8, 0, c->handle, c->x);
+    if (nrc != ncclSuccess) {
+        prophet_msg(PROPHET_LOG_WARN, "comm %lu: plan broadcast failed (%s); passthrough",
+                    (unsigned long)c->id,
+                    prophet_nccl.GetErrorString ? prophet_nccl.GetErrorString(nrc) : "?");
+        c->passthrough = 1;
+        return;
+    }
+    if (c->passthrough)
+        return; /* took part in the broadcast; installs nothing */
+    if ((rc = prophet_cu.EventRecord(c->plan_event, c->x)) != CUDA_SUCCESS) {
+        prophet_comm_fail(c, "cuEventRecord(plan)", rc);
+        return;
+    }
+    c->plan_pending = 1;
+    c->plan_apply_iter = iteration + 2;
+    prophet_netmodel_get(c->net, &net);
+    probe = prophet_poller_probe_Bps();
+    if (probe >= 0)
+        prophet_msg(PROPHET_LOG_INFO,
+                    "comm %lu iteration %lu: network alpha=%.1f us bandwidth=%.1f MB/s; live "
+                    "throughput %.2f MB/s (eBPF)",
+                    (unsigned long)c->id, (unsigned long)iteration, net.alpha_us,
+                    net.bandwidth_Bps / 1e6, probe / 1e6);
+    else
+        prophet_msg(PROPHET_LOG_INFO,
+                    "comm %lu iteration %lu: network alpha=%.1f us bandwidth=%.1f MB/s (%s)",
+                    (unsigned long)c->id, (unsigned long)iteration, net.alpha_us,
+                    net.bandwidth_Bps / 1e6,
+                    net.source == PROPHET_NET_FIXED    ? "fixed"
+                    : net.source == PROPHET_NET_FITTED ? "fitted from NCCL operations"
+                                                       : "default guess");
+    prophet_logb_net(c);
+}
+
+void prophet_agreement_step(prophet_comm_t *c, uint64_t iteration)
+{
+    if (c->setup <= 0)
+        return;
+    if (c->plan_pending && iteration >= c->plan_apply_iter)
+        prophet_agreement_install(c, iteration);
+    if (iteration < c->next_agree_iter)
+        return;
+    c->next_agree_iter = iteration + (prophet_cfg.replan_iters ? prophet_cfg.replan_iters : 1);
+    if (c->plan_pending)
+        return; /* the previous broadcast is not installed yet: skipped alike on every rank */
+    prophet_agreement_broadcast(c, iteration);
+}

@@ -1,0 +1,34 @@
+/* ncclGroupStart/End: the user's groups keep their meaning. The interposer only tracks the
+ * per-thread depth (mirroring NCCL's) and, at the outermost ncclGroupStart, releases the blocks
+ * this thread holds, so that they are launched before the group and nothing of ours is ever
+ * merged into it. Calls inside a group pass through into it. */
+#include "prophet_preload.h"
+
+PROPHET_EXPORT ncclResult_t ncclGroupStart(void)
+{
+    ncclResult_t rc;
+
+    if (!prophet_active())
+        return prophet_nccl.GroupStart ? prophet_nccl.GroupStart()
+                                       : prophet_nccl_missing("ncclGroupStart");
+    if (prophet_group_depth() == 0)
+        prophet_release_all_mine();
+    rc = prophet_nccl.GroupStart ? prophet_nccl.GroupStart()
+                                 : prophet_nccl_missing("ncclGroupStart");
+    if (rc == ncclSuccess)
+        prophet_group_enter();
+    return rc;
+}
+
+PROPHET_EXPORT ncclResult_t ncclGroupEnd(void)
+{
+    ncclResult_t rc;
+
+    if (!prophet_active())
+        return prophet_nccl.GroupEnd ? prophet_nccl.GroupEnd()
+                                     : prophet_nccl_missing("ncclGroupEnd");
+    rc = prophet_nccl.GroupEnd ? prophet_nccl.GroupEnd() : prophet_nccl_missing("ncclGroupEnd");
+    /* NCCL decrements its depth whenever it was > 0, whatever the result */
+    prophet_group_leave();
+    return rc;
+}

@@ -1,0 +1,135 @@
+/* Bridge to the JSON schedule log (include/prophet/log.h, preload/log/), present when the log
+ * writer is built (PROPHET_HAVE_LOG) and PROPHET_LOG names a directory. One writer per rank. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "prophet_preload.h"
+#ifdef PROPHET_HAVE_LOG
+#include "prophet/log.h"
+#endif
+
+#ifdef PROPHET_HAVE_LOG
+static pthread_mutex_t prophet_logb_lock = PTHREAD_MUTEX_INITIALIZER;
+static int prophet_logb_ranks[256]; /* ranks that already have a writer in this process */
+static int prophet_logb_nranks;
+
+static int prophet_logb_claim(int rank)
+{
+    int ok = 1;
+
+    pthread_mutex_lock(&prophet_logb_lock);
+    for (int i = 0; i < prophet_logb_nranks; i++)
+        ok &= prophet_logb_ranks[i] != rank;
+    if (ok && prophet_logb_nranks < 256)
+        prophet_logb_ranks[prophet_logb_nranks++] = rank;
+    pthread_mutex_unlock(&prophet_logb_lock);
+    return ok;
+}
+#endif
+
+void prophet_logb_open(prophet_comm_t *c)
+{
+#ifdef PROPHET_HAVE_LOG
+    char host[256] = "", ver[32], why[256] = "";
+    int code = prophet_nccl_version();
+    prophet_log_meta_t meta;
+
+    if (!prophet_cfg.log_dir[0] || !prophet_logb_claim(c->rank))
+        return;
+    gethostname(host, sizeof(host) - 1);
+    snprintf(ver, sizeof(ver), "%d.%d.%d", code / 10000, (code / 100) % 100, code % 100);
+    meta = (prophet_log_meta_t){
+        .rank = c->rank,
+        .nranks = c->nranks,
+        .pid = (int)getpid(),
+        .hostname = host,
+        .nccl_version = ver,
+        .policy = prophet_policy_name(prophet_cfg.policy_set ? prophet_cfg.policy
+                                                             : prophet_policy_default()),
+        .gate = prophet_cfg.gate == PROPHET_GATE_BLOCK ? "block" : "call",
+    };
+    c->log = prophet_log_open(prophet_cfg.log_dir, &meta, prophet_cfg.log_iter_begin,
+                              prophet_cfg.log_iter_end, prophet_cfg.trace, why, (int)sizeof(why));
+    if (!c->log)
+        prophet_msg(PROPHET_LOG_WARN, "no schedule log in %s: %s", prophet_cfg.log_dir, why);
+#else
+    if (prophet_cfg.log_dir[0] && c->id == 0)
+        prophet_msg(PROPHET_LOG_WARN, "PROPHET_LOG is set but this build has no log writer");
+#endif
+}
+
+void prophet_logb_call(prophet_comm_t *c, const prophet_inflight_t *f, uint32_t i, int64_t ready_us,
+                       int64_t launch_us, int64_t complete_us)
+{
+#ifdef PROPHET_HAVE_LOG
+    const prophet_member_t *m = &f->m[i];
+    prophet_log_call_t rec;
+
+    if (!c->log)
+        return;
+    rec = (prophet_log_call_t){
+        .iteration = m->iteration,
+        .index = m->index,
+        .comm_id = c->id,
+        .bytes = m->count * prophet_dtype_size(m->dtype),
+        .block = f->block,
+        .arrival_us = m->arrival_us,
+        .ready_us = ready_us,
+        .release_us = f->release_us,
+        .launch_us = launch_us,
+        .complete_us = complete_us,
+        .deferred = f->deferred,
+    };
+    prophet_log_call(c->log, &rec);
+#else
+    (void)c, (void)f, (void)i, (void)ready_us, (void)launch_us, (void)complete_us;
+#endif
+}
+
+void prophet_logb_profile(prophet_comm_t *c)
+{
+#ifdef PROPHET_HAVE_LOG
+    const prophet_profile_t *p = c->learner ? prophet_learner_profile(c->learner) : NULL;
+
+    if (c->log && p)
+        prophet_log_profile(c->log, prophet_learner_iteration(c->learner), p);
+#else
+    (void)c;
+#endif
+}
+
+void prophet_logb_plan(prophet_comm_t *c, uint64_t from_iter, const prophet_plan_t *p)
+{
+#ifdef PROPHET_HAVE_LOG
+    if (c->log)
+        prophet_log_plan(c->log, from_iter, p);
+#else
+    (void)c, (void)from_iter, (void)p;
+#endif
+}
+
+void prophet_logb_net(prophet_comm_t *c)
+{
+#ifdef PROPHET_HAVE_LOG
+    prophet_net_t net;
+
+    if (!c->log || !c->net)
+        return;
+    prophet_netmodel_get(c->net, &net);
+    prophet_log_net(c->log, prophet_now_us(), &net, prophet_poller_probe_Bps());
+#else
+    (void)c;
+#endif
+}
+
+void prophet_logb_close(prophet_comm_t *c)
+{
+#ifdef PROPHET_HAVE_LOG
+    if (c->log)
+        prophet_log_close(c->log);
+    c->log = NULL;
+#else
+    (void)c;
+#endif
+}

@@ -1,0 +1,239 @@
+/* The background thread (never the caller) that turns timing events into instants and durations,
+ * feeds the learner and the net model, writes log records, reads the live throughput, and warns
+ * about held blocks (the stall guard). It never releases anything: releases happen at
+ * program-order points only (docs/design.md, "Stall guard"). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "prophet_preload.h"
+#ifdef PROPHET_HAVE_BW
+#include "prophet/bw.h"
+#endif
+
+#define PROPHET_POLL_US 500
+#define PROPHET_BW_POLL_US 100000
+
+static pthread_t prophet_poller_thread;
+static _Atomic int prophet_poller_run;
+static _Atomic int prophet_poller_exited;
+static _Atomic uint64_t prophet_probe_bits; /* double, -1 when there is no live throughput */
+#ifdef PROPHET_HAVE_BW
+static prophet_bw_t *prophet_bw;
+#endif
+
+double prophet_poller_probe_Bps(void)
+{
+    uint64_t bits = atomic_load(&prophet_probe_bits);
+    double v;
+
+    memcpy(&v, &bits, sizeof(v));
+    return v;
+}
+
+static void prophet_probe_set(double v)
+{
+    uint64_t bits;
+
+    memcpy(&bits, &v, sizeof(v));
+    atomic_store(&prophet_probe_bits, bits);
+}
+
+/* Host instant of a fired event: the comm's base event plus the GPU-side elapsed time. */
+static int64_t prophet_event_us(const prophet_comm_t *c, CUevent e)
+{
+    float ms = 0;
+
+    if (!e || prophet_cu.EventElapsedTime(&ms, c->base_event, e) != CUDA_SUCCESS)
+        return 0;
+    return c->base_us + (int64_t)((double)ms * 1000.0);
+}
+
+static void prophet_inflight_done(prophet_comm_t *c, prophet_inflight_t *f)
+{
+    int64_t launch = prophet_event_us(c, f->start), complete = prophet_event_us(c, f->end);
+    int alive = atomic_load(&c->alive) && c->learner;
+
+    for (uint32_t i = 0; i < f->n; i++) {
+        const prophet_member_t *m = &f->m[i];
+        int64_t ready = prophet_event_us(c, m->ready);
+
+        if (alive && ready && m->index != UINT32_MAX)
+            prophet_learner_set_ready(c->learner, m->iteration, m->index, ready);
+        if (alive)
+            prophet_logb_call(c, f, i, ready, launch, complete);
+        prophet_comm_event_put(c, m->ready);
+    }
+    if (alive && launch && complete > launch)
+        prophet_netmodel_observe(c->net, f->bytes, f->n, (double)(complete - launch));
+    if (f->start != f->m[0].ready)
+        prophet_comm_event_put(c, f->start);
+    prophet_comm_event_put(c, f->end);
+}
+
+/* Launched blocks complete in order on X; in call mode the records are on the callers' streams,
+ * so the walk stops at the first one not finished (a later one waits for the next pass). */
+static void prophet_poll_inflight(prophet_comm_t *c)
+{
+    prophet_inflight_t *f;
+
+    while ((f = c->inflight_head) != NULL) {
+        CUresult rc = prophet_cu.EventQuery(f->end);
+        if (rc == CUDA_ERROR_NOT_READY)
+            return;
+        c->inflight_head = f->next;
+        if (!c->inflight_head)
+            c->inflight_tail = NULL;
+        if (rc == CUDA_SUCCESS)
+            prophet_inflight_done(c, f);
+        free(f);
+    }
+}
+
+/* The stall guard: one WARN per held block whose next member is late. It only reports; the
+ * block is released at the next program-order point like any other. It cannot desynchronise the
+ * ranks because it changes nothing that reaches NCCL: a release driven by this rank's clock would
+ * group this rank's operations differently from its peers' (NCCL spreads a group's collectives
+ * over channels by the group's make-up), which can hang the job. Nothing the caller waits for can
+ * depend on a held block either: block mode places no gate in front of a held call, so the host
+ * never deadlocks on it (it can only read a result early, which is block mode's contract). */
+static void prophet_stall_check(prophet_comm_t *c, int64_t now)
+{
+    const prophet_block_t *b = &c->pending;
+    const prophet_member_t *m;
+
+    if (b->n == 0 || b->stall_warned ||
+        now - b->last_arrival_us < (int64_t)prophet_cfg.stall_ms * 1000)
+        return;
+    m = &b->m[b->n - 1];
+    c->pending.stall_warned = 1;
+    c->stats.stall_warnings++;
+    prophet_msg(PROPHET_LOG_WARN,
+                "comm %lu iteration %lu: block %u held %ld ms after call #%u (allreduce count=%zu "
+                "%s); waiting for call #%u",
+                (unsigned long)c->id, (unsigned long)m->iteration, b->number,
+                (long)((now - b->last_arrival_us) / 1000), m->index, m->count,
+                prophet_dtype_name(m->dtype), m->index + 1);
+}
+
+/* A destroyed comm: once its last block completed, X and the pooled events go. The host memory
+ * of the gate stays (callers' streams may still hold waits that read it). */
+static void prophet_retire_resources(prophet_comm_t *c)
+{
+    if (c->inflight_head || !c->x)
+        return;
+    prophet_cu.StreamSynchronize(c->x);
+    prophet_cu.StreamDestroy(c->x);
+    c->x = NULL;
+    while (c->event_pool_n)
+        prophet_cu.EventDestroy(c->event_pool[--c->event_pool_n]);
+}
+
+static void prophet_poll_bw(int64_t now, int64_t *next)
+{
+#ifdef PROPHET_HAVE_BW
+    prophet_bw_sample_t s;
+    double bps;
+
+    if (!prophet_bw || now < *next)
+        return;
+    *next = now + PROPHET_BW_POLL_US;
+    if (prophet_bw_read(prophet_bw, &s) != 0)
+        return;
+    bps = s.tx_Bps > s.rx_Bps ? s.tx_Bps : s.rx_Bps;
+    prophet_probe_set(bps);
+    for (prophet_comm_t *c = prophet_comm_list(); c; c = c->next_all) {
+        pthread_mutex_lock(&c->lock);
+        if (atomic_load(&c->alive) && c->net)
+            prophet_netmodel_probe(c->net, bps, now);
+        pthread_mutex_unlock(&c->lock);
+    }
+#else
+    (void)now;
+    (void)next;
+#endif
+}
+
+static void *prophet_poller_main(void *arg)
+{
+    struct timespec ts = {0, PROPHET_POLL_US * 1000};
+    int64_t next_bw = 0;
+
+    (void)arg;
+    while (atomic_load(&prophet_poller_run)) {
+        int64_t now = prophet_now_us();
+        for (prophet_comm_t *c = prophet_comm_list(); c; c = c->next_all) {
+            pthread_mutex_lock(&c->lock);
+            if (c->setup > 0 && c->ctx && c->x) {
+                prophet_cu.CtxSetCurrent(c->ctx);
+                prophet_poll_inflight(c);
+                if (atomic_load(&c->alive))
+                    prophet_stall_check(c, now);
+                else
+                    prophet_retire_resources(c);
+            }
+            pthread_mutex_unlock(&c->lock);
+        }
+        prophet_poll_bw(now, &next_bw);
+        nanosleep(&ts, NULL);
+    }
+    atomic_store(&prophet_poller_exited, 1);
+    return NULL;
+}
+
+void prophet_poller_drain(prophet_comm_t *c)
+{
+    for (prophet_inflight_t *f = c->inflight_head; f; f = f->next)
+        prophet_cu.EventSynchronize(f->end);
+    prophet_poll_inflight(c);
+}
+
+static void prophet_bw_start(void)
+{
+    char why[256] = "built without libbpf";
+
+    prophet_probe_set(-1);
+#ifdef PROPHET_HAVE_BW
+    prophet_bw =
+        prophet_bw_open((int)prophet_cfg.bwmon, prophet_cfg.bwmon_pin, 0, why, (int)sizeof(why));
+    if (prophet_bw) {
+        prophet_msg(PROPHET_LOG_INFO, "eBPF throughput from %s",
+                    prophet_bw_source_name(prophet_bw_source(prophet_bw)));
+        return;
+    }
+#endif
+    prophet_msg(PROPHET_LOG_INFO,
+                "no eBPF throughput (%s); using bandwidth fitted from NCCL "
+                "operations",
+                why);
+}
+
+int prophet_poller_start(void)
+{
+    pthread_attr_t attr;
+    int rc;
+
+    prophet_bw_start();
+    atomic_store(&prophet_poller_run, 1);
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    rc = pthread_create(&prophet_poller_thread, &attr, prophet_poller_main, NULL);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        atomic_store(&prophet_poller_run, 0);
+        return -rc;
+    }
+    return 0;
+}
+
+/* At exit: the thread leaves its loop before CUDA and NCCL are torn down (waits <= 50 ms). */
+void prophet_poller_stop(void)
+{
+    struct timespec ts = {0, 100000};
+
+    if (!atomic_exchange(&prophet_poller_run, 0))
+        return;
+    for (int i = 0; i < 500 && !atomic_load(&prophet_poller_exited); i++)
+        nanosleep(&ts, NULL);
+}

@@ -1,0 +1,150 @@
+/* Releasing a held block: the internal stream X waits for every member's ready event, runs the
+ * members as one NCCL group, and opens the caller's gate (X writes the comm's gate word, the
+ * caller's stream waits for it with GEQ). X is FIFO per comm, so block k's gate also covers every
+ * earlier block. Always called on a program-order point, on the thread that made the calls. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "prophet_preload.h"
+
+void prophet_inflight_push(prophet_comm_t *c, prophet_inflight_t *f)
+{
+    f->next = NULL;
+    if (c->inflight_tail)
+        c->inflight_tail->next = f;
+    else
+        c->inflight_head = f;
+    c->inflight_tail = f;
+}
+
+/* Runs the members as one group on `stream` (the members' own stream in the fallback). */
+static ncclResult_t prophet_launch_members(prophet_comm_t *c, const prophet_block_t *b,
+                                           CUstream stream)
+{
+    ncclResult_t rc = ncclSuccess, r;
+
+    if (b->n > 1 && (rc = prophet_nccl.GroupStart()) != ncclSuccess)
+        return rc;
+    for (uint32_t i = 0; i < b->n; i++) {
+        const prophet_member_t *m = &b->m[i];
+        r = prophet_nccl.AllReduce(m->sendbuff, m->recvbuff, m->count, m->dtype, m->op, c->handle,
+                                   stream);
+        if (r != ncclSuccess && rc == ncclSuccess)
+            rc = r;
+    }
+    if (b->n > 1) {
+        r = prophet_nccl.GroupEnd();
+        if (r != ncclSuccess && rc == ncclSuccess)
+            rc = r;
+    }
+    return rc;
+}
+
+static void prophet_block_clear(prophet_comm_t *c)
+{
+    c->pending.n = 0;
+    c->pending.bytes = 0;
+    c->pending.stall_warned = 0;
+    c->block_number++;
+}
+
+/* A CUDA call of ours failed before the block reached NCCL: run the members where the caller
+ * put them (they are all on b->stream, in order, after everything enqueued there so far, which is
+ * what the gate would have given), and pass this communicator through from now on. */
+static ncclResult_t prophet_release_fallback(prophet_comm_t *c, const char *what, CUresult crc)
+{
+    ncclResult_t rc;
+
+    prophet_comm_fail(c, what, crc);
+    rc = prophet_launch_members(c, &c->pending, c->pending.stream);
+    c->stats.passthrough += c->pending.n;
+    for (uint32_t i = 0; i < c->pending.n; i++)
+        prophet_comm_event_put(c, c->pending.m[i].ready);
+    prophet_block_clear(c);
+    return rc;
+}
+
+ncclResult_t prophet_release_pending(prophet_comm_t *c)
+{
+    prophet_block_t *b = &c->pending;
+    prophet_inflight_t *f;
+    ncclResult_t nrc;
+    CUresult rc;
+    CUevent start, end;
+
+    if (b->n == 0)
+        return ncclSuccess;
+    if (c->passthrough || c->setup <= 0)
+        return prophet_release_fallback(c, "scheduling", CUDA_ERROR_UNKNOWN);
+    f = malloc(sizeof(*f) + b->n * sizeof(f->m[0]));
+    start = prophet_comm_event_get(c);
+    end = prophet_comm_event_get(c);
+    if (!f || !start || !end) {
+        free(f);
+        prophet_comm_event_put(c, start);
+        prophet_comm_event_put(c, end);
+        return prophet_release_fallback(c, "allocating a block record", CUDA_ERROR_OUT_OF_MEMORY);
+    }
+    for (uint32_t i = 0; i < b->n; i++) {
+        rc = prophet_cu.StreamWaitEvent(c->x, b->m[i].ready, 0);
+        if (rc != CUDA_SUCCESS)
+            goto fallback;
+    }
+    if ((rc = prophet_cu.EventRecord(start, c->x)) != CUDA_SUCCESS)
+        goto fallback;
+    f->release_us = prophet_now_us();
+    nrc = prophet_launch_members(c, b, c->x);
+    /* From here on NCCL has the operations: the gate must open whatever happens. */
+    rc = prophet_cu.EventRecord(end, c->x);
+    c->gate_gen++;
+    if (rc == CUDA_SUCCESS)
+        rc = prophet_cu.StreamWriteValue32(c->x, c->gate_dev, c->gate_gen,
+                                           CU_STREAM_WRITE_VALUE_DEFAULT);
+    if (rc == CUDA_SUCCESS)
+        rc = prophet_cu.StreamWaitValue32(b->stream, c->gate_dev, c->gate_gen,
+                                          CU_STREAM_WAIT_VALUE_GEQ);
+    if (rc != CUDA_SUCCESS) {
+        /* second best gate: the caller's stream waits for X's end event */
+        CUresult rc2 = prophet_cu.StreamWaitEvent(b->stream, end, 0);
+        prophet_comm_fail(c,
+                          rc2 == CUDA_SUCCESS ? "gating the caller's stream"
+                                              : "gating the caller's stream (results unordered)",
+                          rc);
+    }
+    c->stats.scheduled += b->n;
+    c->stats.blocks++;
+    c->stats.block_members += b->n;
+    if (b->n > 1)
+        c->stats.blocks_multi++;
+    prophet_msg(PROPHET_LOG_TRACE, "comm %lu: block %u released: %u calls, %lu bytes (nccl %d)",
+                (unsigned long)c->id, b->number, b->n, (unsigned long)b->bytes, (int)nrc);
+    f->n = b->n;
+    f->deferred = 1;
+    f->start = start;
+    f->end = end;
+    f->bytes = b->bytes;
+    f->block = b->number;
+    memcpy(f->m, b->m, b->n * sizeof(b->m[0]));
+    prophet_inflight_push(c, f);
+    prophet_block_clear(c);
+    return nrc;
+fallback:
+    free(f);
+    prophet_comm_event_put(c, start);
+    prophet_comm_event_put(c, end);
+    return prophet_release_fallback(c, "releasing a block on the internal stream", rc);
+}
+
+void prophet_release_all_mine(void)
+{
+    pthread_t self = pthread_self();
+
+    for (prophet_comm_t *c = prophet_comm_list(); c; c = c->next_all) {
+        if (!atomic_load_explicit(&c->alive, memory_order_relaxed))
+            continue;
+        pthread_mutex_lock(&c->lock);
+        if (c->pending.n && pthread_equal(c->pending.owner, self))
+            prophet_release_pending(c);
+        pthread_mutex_unlock(&c->lock);
+    }
+}

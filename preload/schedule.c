@@ -1,0 +1,261 @@
+/* One intercepted ncclAllReduce: observe it (learner, signature sequence, agreement points) and
+ * then, by gate mode, launch it at once (call) or hold it in the comm's pending block (block).
+ * Every decision here is a function of the program-order sequence of calls and of agreed plan
+ * data (invariant 1): time is only measured, never consulted. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "prophet_preload.h"
+
+static ncclResult_t prophet_real_allreduce(prophet_comm_t *c, const void *s, void *r, size_t n,
+                                           ncclDataType_t t, ncclRedOp_t op, CUstream st)
+{
+    return prophet_nccl.AllReduce(s, r, n, t, op, c->handle, st);
+}
+
+/* Calls are held only after the learned period survived this many iteration starts. The learner
+ * can lock on a sub-period (a run of identical layers) during the first iterations, and a block
+ * held across the true end of an iteration would be read by the job's end-of-iteration sync
+ * before it ran. Such a lock breaks within one true iteration, i.e. after at most as many
+ * sub-periods as the model has identical consecutive units (6 in ResNet-50, 12 in BERT-base). */
+static uint32_t prophet_stable_iters_needed(void)
+{
+    uint32_t n = 2 * prophet_cfg.learn_iters;
+    return n < 16 ? 16 : n;
+}
+
+/* Learner and program-order bookkeeping. Returns the learner flags (< 0: not schedulable). */
+static int prophet_observe(prophet_comm_t *c, const prophet_call_sig_t *sig, int64_t ready_us,
+                           uint32_t *index, uint64_t *iteration)
+{
+    prophet_call_sig_t anon = *sig;
+    int flags = prophet_learner_observe(c->learner, sig, ready_us, index);
+
+    *iteration = prophet_learner_iteration(c->learner);
+    if (flags < 0) {
+        *index = UINT32_MAX;
+        return flags;
+    }
+    if (flags & PROPHET_LEARN_RELEARN) {
+        prophet_msg(PROPHET_LOG_INFO, "comm %lu: call sequence changed; learning again",
+                    (unsigned long)c->id);
+        c->iter_len = 0;
+        c->iter_bytes = 0;
+        c->phase_ok = 0;
+        c->stable_iters = 0;
+        c->seq_n = 0;
+        c->seq_n_last = 0;
+        if (c->have_plan)
+            prophet_engine_set_plan(c->engine, NULL);
+        c->have_plan = 0;
+    }
+    if (flags & PROPHET_LEARN_ITER_START) {
+        /* Holding needs the learner's boundary to be the job's: every iteration all-reduces the
+         * same bytes, so a true boundary has a whole number of iterations' bytes before it since
+         * the first call (DDP's first iteration has other buckets but the same bytes). A phase
+         * found after a relearn can be off; then nothing is held (passthrough stays exact). */
+        c->phase_ok = c->iter_bytes > 0 && c->cum_bytes % c->iter_bytes == 0;
+        if (c->last_index != UINT32_MAX && c->seq_n > 0 && c->seq_n == c->last_index + 1) {
+            c->seq_n_last = c->seq_n;
+            c->seq_hash_last = prophet_sig_hash(c->seq, c->seq_n);
+        }
+        c->seq_n = 0;
+        c->block_number = 0;
+        c->stable_iters++;
+    }
+    if (flags & PROPHET_LEARN_READY) {
+        const prophet_profile_t *p = prophet_learner_profile(c->learner);
+        /* Calls are held only once the profile is ready: a lock on a sub-period (identical
+         * layers) breaks before it can become ready in practice, and the length of the true
+         * iteration is what closes the last block before the job synchronises. */
+        c->iter_len = p ? p->n_calls : 0;
+        c->iter_bytes = 0;
+        for (uint32_t i = 0; p && i < p->n_calls; i++)
+            c->iter_bytes += p->sig[i].bytes;
+        c->phase_ok = c->iter_bytes > 0 && *index == 0 && c->cum_bytes % c->iter_bytes == 0;
+        if (p && !c->have_plan && c->next_agree_iter > *iteration)
+            c->next_agree_iter = *iteration; /* first plan: agree at the next iteration start */
+        prophet_logb_profile(c);
+    }
+    /* comm_id is left out of the agreed hash: InitAll gives one process's ranks different ids */
+    anon.comm_id = 0;
+    if (*index != UINT32_MAX && c->seq_n < PROPHET_MAX_CALLS)
+        c->seq[c->seq_n++] = anon;
+    c->last_index = *index;
+    c->cum_bytes += sig->bytes;
+    return flags;
+}
+
+/* Observed passthrough (call mode, or block mode while the iteration is unknown): the call runs
+ * on the caller's stream between a ready event and an end event that the poller turns into
+ * readiness and duration. */
+static ncclResult_t prophet_observed_call(prophet_comm_t *c, const void *s, void *r, size_t n,
+                                          ncclDataType_t t, ncclRedOp_t op, CUstream st,
+                                          uint32_t index, uint64_t iteration, int64_t arrival)
+{
+    prophet_inflight_t *f = malloc(sizeof(*f) + sizeof(f->m[0]));
+    CUevent ready = prophet_comm_event_get(c), end = prophet_comm_event_get(c);
+    ncclResult_t nrc;
+    CUresult rc = CUDA_SUCCESS;
+
+    c->stats.passthrough++;
+    if (!f || !ready || !end || (rc = prophet_cu.EventRecord(ready, st)) != CUDA_SUCCESS) {
+        if (rc != CUDA_SUCCESS)
+            prophet_comm_fail(c, "cuEventRecord", rc);
+        free(f);
+        prophet_comm_event_put(c, ready);
+        prophet_comm_event_put(c, end);
+        return prophet_real_allreduce(c, s, r, n, t, op, st);
+    }
+    f->release_us = prophet_now_us();
+    nrc = prophet_real_allreduce(c, s, r, n, t, op, st);
+    if ((rc = prophet_cu.EventRecord(end, st)) != CUDA_SUCCESS) {
+        prophet_comm_fail(c, "cuEventRecord", rc);
+        /* the ready event was recorded: keep it out of the pool until it fires (leak is tiny) */
+        free(f);
+        prophet_comm_event_put(c, end);
+        return nrc;
+    }
+    f->n = 1;
+    f->deferred = 0;
+    f->start = ready;
+    f->end = end;
+    f->bytes = n * prophet_dtype_size(t);
+    f->block = c->block_number++;
+    f->m[0] = (prophet_member_t){s, r, n, t, op, ready, iteration, index, arrival};
+    prophet_inflight_push(c, f);
+    return nrc;
+}
+
+/* Block mode: does the call just added close its block? Program-order data only. */
+static int prophet_closes_block(const prophet_comm_t *c, uint32_t index)
+{
+    const prophet_block_t *b = &c->pending;
+
+    if (b->n >= PROPHET_BLOCK_MAX)
+        return 1;
+    if (c->iter_len && index + 1 >= c->iter_len)
+        return 1; /* blocks never span iterations */
+    if (c->have_plan)
+        return prophet_engine_closes_block(c->engine, index);
+    /* built-in policy until a plan is agreed: runs of consecutive calls, bounded in count
+     * and bytes */
+    return b->n >= PROPHET_BUILTIN_BLOCK_CALLS || b->bytes >= PROPHET_BUILTIN_BLOCK_BYTES;
+}
+
+static ncclResult_t prophet_hold(prophet_comm_t *c, const void *s, void *r, size_t n,
+                                 ncclDataType_t t, ncclRedOp_t op, CUstream st, uint32_t index,
+                                 uint64_t iteration, int64_t arrival)
+{
+    prophet_block_t *b = &c->pending;
+    CUevent ready = prophet_comm_event_get(c);
+    CUresult rc = CUDA_ERROR_OUT_OF_MEMORY;
+
+    if (!ready || (rc = prophet_cu.EventRecord(ready, st)) != CUDA_SUCCESS) {
+        prophet_comm_event_put(c, ready);
+        prophet_comm_fail(c, "cuEventRecord", rc);
+        prophet_release_pending(c); /* falls back to the members' stream */
+        return prophet_real_allreduce(c, s, r, n, t, op, st);
+    }
+    if (b->n == 0) {
+        b->stream = st;
+        b->owner = pthread_self();
+        b->number = c->block_number;
+    }
+    b->m[b->n++] = (prophet_member_t){s, r, n, t, op, ready, iteration, index, arrival};
+    b->bytes += n * prophet_dtype_size(t);
+    b->last_arrival_us = arrival;
+    b->stall_warned = 0;
+    if (prophet_closes_block(c, index))
+        return prophet_release_pending(c);
+    prophet_msg(PROPHET_LOG_TRACE, "comm %lu iteration %lu: call #%u held in block %u (%u calls)",
+                (unsigned long)c->id, (unsigned long)iteration, index, b->number, b->n);
+    return ncclSuccess;
+}
+
+/* Arguments NCCL might reject, or custom reduction ops: never deferred, so that NCCL's own
+ * error reaches the caller from the call that caused it. */
+static int prophet_schedulable_args(size_t n, ncclDataType_t t, ncclRedOp_t op)
+{
+    return n > 0 && (unsigned)t < ncclNumTypes && (unsigned)op < ncclNumOps;
+}
+
+ncclResult_t prophet_allreduce(prophet_comm_t *c, const void *s, void *r, size_t n,
+                               ncclDataType_t t, ncclRedOp_t op, CUstream st)
+{
+    prophet_call_sig_t sig = {c->id, n, (int32_t)t, (int32_t)op, n * prophet_dtype_size(t)};
+    int64_t arrival = prophet_now_us();
+    int in_group = prophet_group_depth() > 0;
+    CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
+    uint32_t index = UINT32_MAX;
+    uint64_t iteration = 0;
+    ncclResult_t nrc;
+    CUresult rc;
+    int flags;
+
+    pthread_mutex_lock(&c->lock);
+    c->stats.calls++;
+    /* non-blocking comms and odd arguments: the same on every rank */
+    if (!c->blocking || !prophet_schedulable_args(n, t, op) || prophet_comm_setup(c) != 0)
+        goto passthrough;
+    /* A comm switched to passthrough by an error of ours keeps observing, so that it keeps
+     * taking part in the plan broadcasts that its peers issue (the NCCL sequence stays equal). */
+    if (!in_group && !c->passthrough) {
+        if ((rc = prophet_cu.StreamIsCapturing(st, &cap)) != CUDA_SUCCESS) {
+            prophet_comm_fail(c, "cuStreamIsCapturing", rc);
+            goto passthrough;
+        }
+        if (cap != CU_STREAM_CAPTURE_STATUS_NONE) {
+            prophet_msg(PROPHET_LOG_TRACE,
+                        "comm %lu: passthrough allreduce count=%zu: stream %p "
+                        "is capturing",
+                        (unsigned long)c->id, n, (void *)st);
+            goto passthrough;
+        }
+    }
+    flags = prophet_observe(c, &sig, in_group ? arrival : -1, &index, &iteration);
+    if (in_group) {
+        /* inside the user's group: it joins that group, untouched (pending blocks were
+         * released at the outermost ncclGroupStart) */
+        prophet_msg(PROPHET_LOG_TRACE, "comm %lu: passthrough allreduce count=%zu in a user group",
+                    (unsigned long)c->id, n);
+        goto passthrough;
+    }
+    /* program-order release points before this call joins anything */
+    if (c->pending.n && (c->pending.stream != st || flags < 0 ||
+                         (flags & (PROPHET_LEARN_ITER_START | PROPHET_LEARN_RELEARN))))
+        prophet_release_pending(c);
+    if (flags >= 0 && (flags & PROPHET_LEARN_ITER_START))
+        prophet_agreement_step(c, iteration);
+    if (c->passthrough)
+        goto passthrough;
+    if (prophet_cfg.gate != PROPHET_GATE_BLOCK || index == UINT32_MAX || flags < 0 ||
+        c->iter_len == 0 || !c->phase_ok || c->stable_iters < prophet_stable_iters_needed()) {
+        nrc = prophet_observed_call(c, s, r, n, t, op, st, index, iteration, arrival);
+        pthread_mutex_unlock(&c->lock);
+        return nrc;
+    }
+    nrc = prophet_hold(c, s, r, n, t, op, st, index, iteration, arrival);
+    pthread_mutex_unlock(&c->lock);
+    return nrc;
+passthrough:
+    /* in order: whatever this comm holds goes first (no-op inside a user group: released) */
+    if (!in_group)
+        prophet_release_pending(c);
+    c->stats.passthrough++;
+    pthread_mutex_unlock(&c->lock);
+    return prophet_nccl.AllReduce(s, r, n, t, op, c->handle, st);
+}
+
+void prophet_comm_barrier(ncclComm_t comm)
+{
+    prophet_comm_t *c = prophet_comm_find(comm);
+
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->lock);
+    c->stats.calls++;
+    if (prophet_group_depth() == 0)
+        prophet_release_pending(c);
+    pthread_mutex_unlock(&c->lock);
+}

@@ -1,0 +1,53 @@
+#!/bin/sh
+# Runs prophet-emu under libprophet.so and checks its outcome and the preload's stderr.
+# usage: run_emu.sh BUILD EXPECT CHECK [VAR=VALUE ...] -- PROPHET-EMU-ARGS...
+#   EXPECT  ok     prophet-emu exits 0 (every element of every iteration exact)
+#           wrong  prophet-emu exits 1 and reports a wrong result (a contract test)
+#   CHECK   none | multi (every rank's summary line has blocks>1=N with N > 0)
+#           | multi-trace (a TRACE line shows a block of more than one call released)
+#           | observed (every rank's summary counts calls and at least one agreed plan)
+#           | warn:REGEX (a 'prophet: WARN' line matching REGEX)
+set -u
+build=$1 expect=$2 check=$3
+shift 3
+envs=""
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs="$envs $1"; shift; done
+[ $# -gt 0 ] && shift
+out=$(mktemp) || exit 1
+trap 'rm -f "$out"' EXIT
+# shellcheck disable=SC2086
+env LD_LIBRARY_PATH="$build/lib/emu" LD_PRELOAD="$build/lib/libprophet.so" $envs \
+    "$build/bin/prophet-emu" --timeout 120 --quiet "$@" >"$out" 2>&1
+rc=$?
+fail() { echo "FAIL: $*"; echo "---- output (tail)"; tail -n 40 "$out"; exit 1; }
+case $expect in
+ok) [ $rc -eq 0 ] || fail "prophet-emu exited $rc, expected 0" ;;
+wrong)
+    [ $rc -eq 1 ] || fail "prophet-emu exited $rc, expected 1 (a detected early read)"
+    grep -q "wrong result" "$out" || fail "no 'wrong result' report" ;;
+*) fail "bad EXPECT $expect" ;;
+esac
+ranks=$(echo "$*" | sed -n 's/.*--ranks \([0-9]*\).*/\1/p')
+summaries=$(grep -c "prophet: INFO summary comm" "$out")
+case $check in
+none) ;;
+multi)
+    [ "$summaries" -eq "$ranks" ] || fail "$summaries summary lines for $ranks ranks"
+    bad=$(grep "prophet: INFO summary comm" "$out" | grep -c "blocks>1=0 ")
+    [ "$bad" -eq 0 ] || fail "$bad rank(s) formed no block of more than one call"
+    grep "prophet: INFO summary comm" "$out" | head -n 1 ;;
+multi-trace)
+    grep -Eq "prophet: TRACE comm [0-9]+: block [0-9]+ released: ([2-9]|[1-9][0-9]+) calls" "$out" ||
+        fail "no block of more than one call was released" ;;
+observed)
+    [ "$summaries" -eq "$ranks" ] || fail "$summaries summary lines for $ranks ranks"
+    bad=$(grep "prophet: INFO summary comm" "$out" | grep -Ec "calls=0 |plans=0 ")
+    [ "$bad" -eq 0 ] || fail "$bad rank(s) observed no calls or agreed no plan"
+    grep "prophet: INFO summary comm" "$out" | head -n 1 ;;
+warn:*)
+    re=${check#warn:}
+    grep -Eq "prophet: WARN .*$re" "$out" || fail "no WARN line matching '$re'"
+    grep -E "prophet: WARN .*$re" "$out" | head -n 1 ;;
+*) fail "bad CHECK $check" ;;
+esac
+echo "PASS"

@@ -1,0 +1,115 @@
+/* Several communicators on one stream (2 ranks): A from ncclCommInitRank, B = ncclCommSplit(A),
+ * and N, a non-blocking one (ncclCommInitRankConfig, blocking = 0: passed through untouched).
+ * Each iteration alternates all-reduces on A and B on one stream, then one on N; a host function
+ * after the iteration's last call checks every buffer. Usage: preload-comm-variants [ITERS] */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "pt_common.h"
+
+#define K 4
+static int iters = 40;
+static atomic_long errors, checks;
+
+struct pt_check {
+    const float *buf;
+    size_t count;
+    float expect;
+};
+
+static void pt_check_fn(void *arg)
+{
+    const struct pt_check *c = arg;
+
+    for (size_t i = 0; i < c->count; i++)
+        if (c->buf[i] != c->expect) {
+            atomic_fetch_add(&errors, 1);
+            break;
+        }
+    atomic_fetch_add(&checks, 1);
+}
+
+static void pt_fill(CUdeviceptr b, float v, size_t n, CUstream s)
+{
+    uint32_t bits;
+
+    memcpy(&bits, &v, sizeof(bits));
+    PT_CU(cuMemsetD32Async(b, bits, n, s));
+}
+
+static void pt_wait_ready(ncclComm_t c)
+{
+    ncclResult_t st = ncclInProgress;
+
+    while (st == ncclInProgress)
+        PT_NCCL(ncclCommGetAsyncError(c, &st));
+    PT_NCCL(st);
+}
+
+static int pt_rank(int rank, int nranks, const ncclUniqueId *id)
+{
+    CUcontext ctx;
+    ncclComm_t a, b, n;
+    ncclComm_t comms[2 * K + 1];
+    CUstream s;
+    CUdeviceptr buf[2 * K + 1];
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    ncclUniqueId id2;
+    struct pt_check *chk = calloc((size_t)iters * (2 * K + 1), sizeof(*chk));
+
+    pt_rank_setup(rank, nranks, id, &ctx, &a);
+    PT_NCCL(ncclCommSplit(a, 0, rank, &b, NULL));
+    /* a second unique id for N, from rank 0 through A */
+    PT_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    {
+        CUdeviceptr idbuf;
+        PT_CU(cuMemAlloc(&idbuf, sizeof(id2)));
+        if (rank == 0)
+            PT_NCCL(ncclGetUniqueId(&id2));
+        PT_CU(cuMemcpyHtoD(idbuf, &id2, sizeof(id2)));
+        PT_NCCL(ncclBroadcast((void *)idbuf, (void *)idbuf, sizeof(id2), ncclUint8, 0, a, s));
+        PT_CU(cuStreamSynchronize(s));
+        PT_CU(cuMemcpyDtoH(&id2, idbuf, sizeof(id2)));
+    }
+    cfg.blocking = 0;
+    ncclResult_t rc = ncclCommInitRankConfig(&n, nranks, id2, rank, &cfg);
+    if (rc != ncclSuccess && rc != ncclInProgress)
+        PT_NCCL(rc);
+    pt_wait_ready(n);
+    for (int k = 0; k < 2 * K + 1; k++) {
+        comms[k] = k == 2 * K ? n : (k % 2 ? b : a);
+        PT_CU(cuMemAlloc(&buf[k], (32u << k) * sizeof(float)));
+    }
+    for (int it = 0; it < iters; it++) {
+        for (int k = 0; k < 2 * K + 1; k++) {
+            size_t cnt = 32u << k;
+            struct pt_check *c = &chk[it * (2 * K + 1) + k];
+            pt_fill(buf[k], (float)((rank + 1) * (it % 5 + 1) + k), cnt, s);
+            rc =
+                ncclAllReduce((void *)buf[k], (void *)buf[k], cnt, ncclFloat, ncclSum, comms[k], s);
+            if (comms[k] == n && rc == ncclInProgress) {
+                pt_wait_ready(n);
+                rc = ncclSuccess;
+            }
+            PT_NCCL(rc);
+            *c = (struct pt_check){(const float *)(uintptr_t)buf[k], cnt,
+                                   (float)(3 * (it % 5 + 1) + 2 * k)};
+        }
+        for (int k = 0; k < 2 * K + 1; k++)
+            PT_CU(cuLaunchHostFunc(s, pt_check_fn, &chk[it * (2 * K + 1) + k]));
+    }
+    PT_CU(cuStreamSynchronize(s));
+    printf("rank %d: %ld checks, %ld wrong\n", rank, atomic_load(&checks), atomic_load(&errors));
+    fflush(stdout);
+    PT_NCCL(ncclCommDestroy(n));
+    PT_NCCL(ncclCommDestroy(b));
+    PT_NCCL(ncclCommDestroy(a));
+    return atomic_load(&errors) == 0 && atomic_load(&checks) == (long)iters * (2 * K + 1) ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1)
+        iters = atoi(argv[1]);
+    return pt_run_ranks(2, pt_rank);
+}

@@ -1,0 +1,23 @@
+/* Linked against the REAL libnccl.so.2 (no GPU here): prints what ncclGetVersion and
+ * ncclCommInitRank return, so that a run with libprophet.so preloaded can be compared with one
+ * without (errors of the real NCCL must reach the caller unchanged). */
+#include <nccl.h>
+#include <stdio.h>
+#include <string.h>
+
+int main(void)
+{
+    int version = 0;
+    ncclResult_t v = ncclGetVersion(&version);
+    ncclUniqueId id;
+    ncclComm_t comm = NULL;
+    ncclResult_t u, r;
+
+    memset(&id, 0, sizeof(id));
+    u = ncclGetUniqueId(&id);
+    r = ncclCommInitRank(&comm, 1, id, 0);
+    printf("ncclGetVersion=%d version=%d\n", (int)v, version);
+    printf("ncclGetUniqueId=%d\n", (int)u);
+    printf("ncclCommInitRank=%d\n", (int)r);
+    return 0;
+}

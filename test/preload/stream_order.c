@@ -1,0 +1,118 @@
+/* Invariant 2 on the emulated cluster (2 ranks): work the caller enqueues after an intercepted
+ * call sees its result. Usage: preload-stream-order each|last [ITERS]
+ *   each: a host function enqueued right after EVERY call checks that call's buffer (call mode).
+ *   last: a host function enqueued after the LAST call of each iteration checks every buffer of
+ *         the iteration (block mode's contract: the block's last call sees all results).
+ * Each iteration all-reduces K in-place buffers of different sizes on one stream; values are
+ * written on that stream (cuMemsetD32Async), so the expected sums are exact.
+ * A third argument "group" puts calls 2 and 3 of each iteration into a nested user group
+ * (ncclGroupStart x2 ... ncclGroupEnd x2) and closes and reopens an empty group first, as PyTorch
+ * does around communicator creation; the checks of those calls follow the outer ncclGroupEnd. */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "pt_common.h"
+
+#define K 6
+static const size_t pt_counts[K] = {1024, 64, 4096, 16, 2048, 256};
+
+static int check_each, use_group;
+static int iters = 40;
+static atomic_long errors, checks;
+
+struct pt_check {
+    const float *buf;
+    size_t count;
+    float expect;
+};
+
+static void pt_check_fn(void *arg)
+{
+    const struct pt_check *c = arg;
+
+    for (size_t i = 0; i < c->count; i++)
+        if (c->buf[i] != c->expect) {
+            atomic_fetch_add(&errors, 1);
+            break;
+        }
+    atomic_fetch_add(&checks, 1);
+}
+
+static float pt_value(int rank, int it, int k)
+{
+    return (float)((rank + 1) * (it % 7 + 1) + k);
+}
+
+static int pt_rank(int rank, int nranks, const ncclUniqueId *id)
+{
+    CUcontext ctx;
+    ncclComm_t comm;
+    CUstream s;
+    CUdeviceptr buf[K];
+    struct pt_check *chk = calloc((size_t)iters * K, sizeof(*chk));
+
+    if (use_group) { /* an empty group closed before the comm exists */
+        PT_NCCL(ncclGroupStart());
+        PT_NCCL(ncclGroupEnd());
+    }
+    pt_rank_setup(rank, nranks, id, &ctx, &comm);
+    if (use_group) { /* and reopened/closed after */
+        PT_NCCL(ncclGroupStart());
+        PT_NCCL(ncclGroupEnd());
+    }
+    PT_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    for (int k = 0; k < K; k++)
+        PT_CU(cuMemAlloc(&buf[k], pt_counts[k] * sizeof(float)));
+    for (int it = 0; it < iters; it++) {
+        for (int k = 0; k < K; k++) {
+            float v = pt_value(rank, it, k), sum = 0;
+            uint32_t bits;
+            struct pt_check *c = &chk[it * K + k];
+
+            for (int r = 0; r < nranks; r++)
+                sum += pt_value(r, it, k);
+            memcpy(&bits, &v, sizeof(bits));
+            int grouped = use_group && (k == 2 || k == 3);
+            PT_CU(cuMemsetD32Async(buf[k], bits, pt_counts[k], s));
+            if (grouped && k == 2) {
+                PT_NCCL(ncclGroupStart());
+                PT_NCCL(ncclGroupStart());
+            }
+            PT_NCCL(ncclAllReduce((void *)buf[k], (void *)buf[k], pt_counts[k], ncclFloat, ncclSum,
+                                  comm, s));
+            if (grouped && k == 3) {
+                PT_NCCL(ncclGroupEnd());
+                PT_NCCL(ncclGroupEnd());
+            }
+            *c = (struct pt_check){(const float *)(uintptr_t)buf[k], pt_counts[k], sum};
+            if (check_each && grouped && k == 3) {
+                PT_CU(cuLaunchHostFunc(s, pt_check_fn, c - 1));
+                PT_CU(cuLaunchHostFunc(s, pt_check_fn, c));
+            } else if (check_each && !(grouped && k == 2)) {
+                PT_CU(cuLaunchHostFunc(s, pt_check_fn, c));
+            }
+        }
+        if (!check_each)
+            for (int k = 0; k < K; k++)
+                PT_CU(cuLaunchHostFunc(s, pt_check_fn, &chk[it * K + k]));
+        /* the next iteration overwrites the buffers on the same stream: no host wait needed */
+    }
+    PT_CU(cuStreamSynchronize(s));
+    printf("rank %d: %ld checks, %ld wrong\n", rank, atomic_load(&checks), atomic_load(&errors));
+    fflush(stdout);
+    PT_NCCL(ncclCommDestroy(comm));
+    return atomic_load(&errors) == 0 && atomic_load(&checks) == (long)iters * K ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || (strcmp(argv[1], "each") && strcmp(argv[1], "last"))) {
+        fprintf(stderr, "usage: %s each|last [ITERS] [group]\n", argv[0]);
+        return 2;
+    }
+    check_each = strcmp(argv[1], "each") == 0;
+    if (argc > 2)
+        iters = atoi(argv[2]);
+    use_group = argc > 3 && strcmp(argv[3], "group") == 0;
+    return pt_run_ranks(2, pt_rank);
+}
