@@ -326,8 +326,12 @@ static void prophet_bwmon_shm_update(struct prophet_bwmon_daemon *d, int ncpu,
     prophet_bw_sum_percpu(prophet_bw_probe_host_fd(d->probe), &zero, ncpu, percpu, &host);
     struct prophet_bw_shm *s = d->shm;
     uint32_t seq = s->seq;
+#if defined(__SANITIZE_THREAD__)
+    __atomic_store_n(&s->seq, seq + 1, __ATOMIC_SEQ_CST); /* TSan has no fences */
+#else
     __atomic_store_n(&s->seq, seq + 1, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_RELEASE);
+#endif
     s->t_us = prophet_bw_now_us();
     s->host = host;
     for (int i = 0; i < n; i++)

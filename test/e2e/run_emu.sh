@@ -7,6 +7,7 @@
 #           | multi-trace (a TRACE line shows a block of more than one call released)
 #           | observed (every rank's summary counts calls and at least one agreed plan)
 #           | warn:REGEX (a 'prophet: WARN' line matching REGEX)
+#           | info:REGEX (a 'prophet: INFO' line matching REGEX)
 set -u
 build=$1 expect=$2 check=$3
 shift 3
@@ -48,6 +49,10 @@ warn:*)
     re=${check#warn:}
     grep -Eq "prophet: WARN .*$re" "$out" || fail "no WARN line matching '$re'"
     grep -E "prophet: WARN .*$re" "$out" | head -n 1 ;;
+info:*)
+    re=${check#info:}
+    grep -Eq "prophet: INFO .*$re" "$out" || fail "no INFO line matching '$re'"
+    grep -E "prophet: INFO .*$re" "$out" | tail -n 1 ;;
 *) fail "bad CHECK $check" ;;
 esac
 echo "PASS"
