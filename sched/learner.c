@@ -14,9 +14,12 @@
  *    other buckets, possibly with a tail equal to the later ones, so s may sit inside the first
  *    stable iteration; but every iteration all-reduces the same gradients, so the first
  *    iteration carries the same total bytes as one period. The boundary is the position in
- *    [s, s + P) at which the bytes since the anchor (stream start, or the start of the
- *    iteration in which the last lock broke) are a whole number of periods (unique: bytes are
- *    positive), else s itself. A clean stream (first iteration like the others) gives 0.
+ *    [s, s + P) at which the bytes since the first call ever observed are a whole number of
+ *    periods (unique: bytes are positive); else, when only the first period differs, the one
+ *    a whole number of periods' calls from the first call; else s itself, reported unanchored
+ *    (prophet_learner_anchored()). The anchor is always the first call, on every lock: the
+ *    phase of a broken lock (a sub-period of equal-sized tensors, say) says nothing about where
+ *    iterations start. A clean stream (first iteration like the others) gives 0.
  *
  * Readiness: a window of the last W iterations' ready times. Offsets are taken from each
  * iteration's first call, then every iteration is re-aligned by the median of its offsets'
@@ -59,7 +62,7 @@ struct prophet_learner {
     int locked;
     uint32_t period, idx;
     uint64_t phase_start, tmpl_hash;
-    uint64_t anchor_pos, anchor_cum;
+    int anchor; /* PROPHET_LEARN_ANCHOR_* rule that placed the phase, 0 if none */
     uint64_t iter;
     /* rejected templates */
     uint64_t rej[MAX_REJECT];
@@ -152,6 +155,11 @@ void prophet_learner_free(prophet_learner_t *l)
 uint64_t prophet_learner_iteration(const prophet_learner_t *l)
 {
     return l ? l->iter : 0;
+}
+
+int prophet_learner_anchored(const prophet_learner_t *l)
+{
+    return l && l->locked ? l->anchor : 0;
 }
 
 const prophet_profile_t *prophet_learner_profile(const prophet_learner_t *l)
@@ -328,23 +336,45 @@ static int finish_iteration(prophet_learner_t *l)
     return flags;
 }
 
+/* The first call of an iteration for a period P found periodic from position s on (s <= t + 1 - 3P,
+ * so [s, s + P) is in the history). Anchored on the first call ever observed, never on an earlier
+ * lock: a broken lock may have been a sub-period, whose phase says nothing about the iteration.
+ *  - bytes: the q in [s, s + P) with a whole number of periods' bytes before it. Within the
+ *    periodic run the bytes before q grow by one period's bytes every P calls, so this tests
+ *    every phase; q is unique when calls carry bytes (the window's cumulative bytes span less
+ *    than one period). It holds for a clean stream and for DDP's first iteration (other buckets,
+ *    same bytes).
+ *  - calls: else, when the run starts within the first period (s <= P: only the first period's
+ *    sizes differ), the q in [s, s + P) with a whole number of periods' calls before it.
+ *  - else s itself, unanchored (e.g. after a genuine change of the sequence). */
+static uint64_t phase_of(prophet_learner_t *l, uint32_t P, uint64_t s)
+{
+    uint64_t t = l->pos - 1, q, period_bytes = l->total_bytes - H(l, t + 1 - P)->cum;
+
+    for (q = s; period_bytes > 0 && q < s + P; q++) {
+        if (H(l, q)->cum % period_bytes == 0) {
+            l->anchor = PROPHET_LEARN_ANCHOR_BYTES;
+            return q;
+        }
+    }
+    if (s <= P) {
+        l->anchor = PROPHET_LEARN_ANCHOR_CALLS;
+        return s + (P - s % P) % P;
+    }
+    l->anchor = 0;
+    return s;
+}
+
 static int lock(prophet_learner_t *l, uint32_t P)
 {
-    uint64_t t = l->pos - 1, lo = oldest(l), s, k, q, period_bytes;
+    uint64_t t = l->pos - 1, lo = oldest(l), s, k, q;
     uint32_t j, c;
     int flags = 0;
 
     s = t + 1 - l->m[P] - P;
     if (s < lo)
         s = lo;
-    period_bytes = l->total_bytes - H(l, t + 1 - P)->cum;
-    k = s;
-    for (q = s; period_bytes > 0 && q < s + P && q <= t; q++) {
-        if (q >= l->anchor_pos && (H(l, q)->cum - l->anchor_cum) % period_bytes == 0) {
-            k = q;
-            break;
-        }
-    }
+    k = phase_of(l, P, s);
     l->locked = 1;
     l->period = P;
     l->idx = (uint32_t)((t - k) % P);
@@ -384,9 +414,8 @@ static int lock(prophet_learner_t *l, uint32_t P)
 static void unlock(prophet_learner_t *l)
 {
     reject(l, l->tmpl_hash);
-    l->anchor_pos = l->phase_start;
-    l->anchor_cum = H(l, l->phase_start)->cum;
     l->locked = 0;
+    l->anchor = 0;
     l->ready = 0;
     recompute_runs(l);
 }

@@ -74,6 +74,16 @@ int prophet_learner_set_ready(prophet_learner_t *l, uint64_t iteration, uint32_t
 uint64_t prophet_learner_iteration(const prophet_learner_t *l); /* current iteration number */
 /* The learned profile, NULL while not ready. */
 const prophet_profile_t *prophet_learner_profile(const prophet_learner_t *l);
+/* How the locked period's phase (which call has index 0) was placed: PROPHET_LEARN_ANCHOR_BYTES
+ * when every boundary has a whole number of periods' bytes before it since the first call ever
+ * observed (the normal case, DDP's different first iteration included), PROPHET_LEARN_ANCHOR_CALLS
+ * when no call does but the first call's period differs only in sizes (a whole number of periods'
+ * calls before every boundary), 0 while no period is locked or when neither rule applies (the lock
+ * is kept, boundaries at the start of the periodic run; they may sit mid-iteration). A function of
+ * the signature sequence only, like the boundaries. */
+#define PROPHET_LEARN_ANCHOR_BYTES 1
+#define PROPHET_LEARN_ANCHOR_CALLS 2
+int prophet_learner_anchored(const prophet_learner_t *l);
 
 /* Step detection on a readiness vector (exposed for tests and the simulator). Prophet's rule: a
  * boundary where the gap to the next gradient exceeds `factor` times the mean gap. */

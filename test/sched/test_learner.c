@@ -3,6 +3,7 @@
  * (relearn), deferred readiness, robust offsets under noise. */
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check.h"
@@ -96,8 +97,183 @@ static void check_profile(const prophet_learner_t *l, const stream_t *s, double 
     CHECK(p->n_steps >= 1);
 }
 
-int main(void)
+/* ---- phase anchoring on real call sequences --------------------------------------------- */
+
+typedef struct seq {
+    prophet_call_sig_t *sig;
+    uint32_t n, cap;
+} seq_t;
+
+static void seq_push(seq_t *q, const prophet_call_sig_t *g)
 {
+    if (q->n == q->cap) {
+        q->cap = q->cap ? 2 * q->cap : 1024;
+        q->sig = realloc(q->sig, q->cap * sizeof(*q->sig));
+        CHECK(q->sig);
+    }
+    q->sig[q->n++] = *g;
+}
+
+/* The tensors of a prophet-profile/1 file, in its (backward) order, as all-reduce calls. */
+static void load_profile(const char *dir, const char *name, prophet_profile_t *p)
+{
+    char path[1024], err[256];
+    FILE *f;
+    char *text;
+    long len;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    f = fopen(path, "rb");
+    CHECKF(f, "cannot open %s", path);
+    CHECK(fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0);
+    text = malloc((size_t)len);
+    CHECK(text && fread(text, 1, (size_t)len, f) == (size_t)len);
+    fclose(f);
+    CHECKF(prophet_profile_from_json(text, (size_t)len, p, err, sizeof(err)) == 0, "%s: %s", path,
+           err);
+    free(text);
+}
+
+/* Buckets of consecutive calls of at most cap bytes (a call larger than cap is its own bucket),
+ * taken from `order` (indices into p's calls) and appended as one call each. */
+static void add_buckets(seq_t *q, const prophet_profile_t *p, const uint32_t *order, uint64_t cap)
+{
+    uint64_t acc = 0;
+
+    for (uint32_t i = 0; i < p->n_calls; i++) {
+        acc += p->sig[order[i]].bytes;
+        if (acc >= cap || i + 1 == p->n_calls) {
+            prophet_call_sig_t g = {
+                .comm_id = 0, .count = acc / 4, .dtype = 7, .op = 0, .bytes = acc};
+
+            seq_push(q, &g);
+            acc = 0;
+        }
+    }
+}
+
+/* Feeds `q` to a fresh learner (no timing: boundaries must not need it). Sub-periods (runs of
+ * equal-sized tensors) may lock, even become ready, and break first; whatever the lock, the
+ * anchoring it reports must hold at each of its iteration starts. The lock standing at the end
+ * must be the true iteration (want_P calls, want_bytes) with every start a whole number of
+ * iterations' bytes (and, when the first iteration is like the others, calls) from the first
+ * call. */
+static void check_anchor(const char *what, const seq_t *q, uint32_t learn_iters, uint32_t want_P,
+                         uint64_t want_bytes, int calls_too)
+{
+    prophet_learner_opts_t o = {.learn_iters = learn_iters, .max_calls = PROPHET_MAX_CALLS};
+    prophet_learner_t *l = prophet_learner_new(&o);
+    uint64_t cum = 0;
+    uint32_t starts = 0, relearns = 0, first_bad = UINT32_MAX;
+    int ready = 0;
+    const prophet_profile_t *p;
+
+    CHECK(l);
+    CHECK(prophet_learner_anchored(l) == 0);
+    for (uint32_t i = 0; i < q->n; i++) {
+        uint32_t idx;
+        int f = prophet_learner_observe(l, &q->sig[i], -1, &idx);
+
+        CHECK(f >= 0);
+        if (f & PROPHET_LEARN_RELEARN) { /* a new lock: judge it afresh */
+            relearns++;
+            ready = 0;
+            starts = 0;
+            first_bad = UINT32_MAX;
+        }
+        if (f & PROPHET_LEARN_READY)
+            ready = 1;
+        if (f & PROPHET_LEARN_ITER_START)
+            CHECK(idx == 0);
+        if (ready && idx == 0) {
+            uint64_t pb = 0;
+            int an = prophet_learner_anchored(l);
+
+            p = prophet_learner_profile(l);
+            CHECK(p);
+            for (uint32_t k = 0; k < p->n_calls; k++)
+                pb += p->sig[k].bytes;
+            /* the accessor's contract, sub-periods included */
+            CHECKF(an != PROPHET_LEARN_ANCHOR_BYTES || cum % pb == 0,
+                   "%s: call %u: bytes-anchored period %u starts %llu bytes past a whole one", what,
+                   i, p->n_calls, (unsigned long long)(cum % pb));
+            CHECKF(an != PROPHET_LEARN_ANCHOR_CALLS || i % p->n_calls == 0,
+                   "%s: call %u: calls-anchored period %u starts %u calls past a whole one", what,
+                   i, p->n_calls, i % p->n_calls);
+            if (first_bad == UINT32_MAX &&
+                (p->n_calls != want_P || cum % want_bytes != 0 || (calls_too && i % want_P != 0) ||
+                 an != PROPHET_LEARN_ANCHOR_BYTES))
+                first_bad = i;
+            starts++;
+        }
+        cum += q->sig[i].bytes;
+    }
+    p = prophet_learner_profile(l);
+    CHECKF(ready && p, "%s: not ready at the end (%u relearns)", what, relearns);
+    CHECKF(p->n_calls == want_P, "%s: final period %u, want %u", what, p->n_calls, want_P);
+    CHECKF(first_bad == UINT32_MAX,
+           "%s: final lock (period %u, anchored %d) starts an iteration at call %u, %u calls from "
+           "a whole iteration",
+           what, p->n_calls, prophet_learner_anchored(l), first_bad,
+           first_bad == UINT32_MAX ? 0 : first_bad % want_P);
+    CHECKF(starts >= 8, "%s: only %u iteration starts once ready", what, starts);
+    printf("learner: %s: period %u, %u relearns, %u iteration starts once ready\n", what, want_P,
+           relearns, starts);
+    prophet_learner_free(l);
+}
+
+/* Per-tensor hooks: every tensor of the profile, 40 iterations. */
+static void check_per_tensor(const char *dir, const char *name)
+{
+    static prophet_profile_t p;
+    seq_t q = {0};
+    uint64_t bytes = 0;
+
+    load_profile(dir, name, &p);
+    for (uint32_t i = 0; i < p.n_calls; i++) {
+        p.sig[i].comm_id = 0;
+        p.sig[i].dtype = 7;
+        p.sig[i].op = 0;
+        bytes += p.sig[i].bytes;
+    }
+    for (int it = 0; it < 40; it++)
+        for (uint32_t i = 0; i < p.n_calls; i++)
+            seq_push(&q, &p.sig[i]);
+    check_anchor(name, &q, 3, p.n_calls, bytes, 1);
+    free(q.sig);
+}
+
+/* DDP: the first iteration's buckets (cap0) follow registration (forward) order, later ones
+ * (cap) the backward order; same total bytes, other sizes and count. */
+static void check_ddp(const char *dir, const char *name, uint64_t cap0, uint64_t cap)
+{
+    static prophet_profile_t p;
+    static uint32_t fwd[PROPHET_MAX_CALLS], bwd[PROPHET_MAX_CALLS];
+    seq_t q = {0}, one = {0};
+    uint64_t bytes = 0;
+    char what[128];
+
+    load_profile(dir, name, &p);
+    for (uint32_t i = 0; i < p.n_calls; i++) {
+        fwd[i] = p.n_calls - 1 - i;
+        bwd[i] = i;
+        bytes += p.sig[i].bytes;
+    }
+    add_buckets(&q, &p, fwd, cap0);
+    add_buckets(&one, &p, bwd, cap);
+    for (int it = 1; it < 40; it++)
+        for (uint32_t i = 0; i < one.n; i++)
+            seq_push(&q, &one.sig[i]);
+    snprintf(what, sizeof(what), "%s DDP %llu-byte buckets (first iteration %llu: %u calls)", name,
+             (unsigned long long)cap, (unsigned long long)cap0, q.n - 39 * one.n);
+    check_anchor(what, &q, 3, one.n, bytes, 0);
+    free(q.sig);
+    free(one.sig);
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = argc > 1 ? argv[1] : "profiles";
     prophet_learner_opts_t o = {.learn_iters = 4, .max_calls = PROPHET_MAX_CALLS};
     static stream_t a, b, x, bert;
     run_t r;
@@ -265,6 +441,56 @@ int main(void)
         prophet_learner_free(l1);
         prophet_learner_free(l2);
     }
+
+    /* 8. Real models (per-tensor calls, many tensors of equal size: sub-periods lock and break
+     *    first) and DDP-like buckets: once ready, the boundary is a whole number of iterations
+     *    from the first call. */
+    check_per_tensor(dir, "resnet50.json");
+    check_per_tensor(dir, "bert_base.json");
+    check_per_tensor(dir, "mobilenet_v2.json");
+    check_per_tensor(dir, "vgg16.json");
+    check_ddp(dir, "resnet50.json", 25u << 20, 1); /* then per tensor */
+    check_ddp(dir, "resnet50.json", 1, 2u << 20);
+    check_ddp(dir, "resnet50.json", 25u << 20, 1u << 20);
+    check_ddp(dir, "bert_base.json", 25u << 20, 1);
+    check_ddp(dir, "mobilenet_v2.json", 256u << 10, 1);
+    check_ddp(dir, "vgg16.json", 32u << 10, 1);
+
+    /* 9. The fallbacks. The first iteration has the same calls but a smaller first tensor: no
+     *    boundary has whole iterations' bytes before it, so it is a whole number of iterations'
+     *    calls from the first call. */
+    make_distinct(&a, 30, 0);
+    x = a;
+    x.sig[0].bytes = 4;
+    x.sig[0].count = 1;
+    memset(&r, 0, sizeof(r));
+    r.clock = 1000000;
+    o.learn_iters = 3;
+    r.l = prophet_learner_new(&o);
+    feed_iter(&r, &x, 0);
+    for (it = 0; it < 3; it++)
+        feed_iter(&r, &a, 0);
+    CHECK(prophet_learner_anchored(r.l) == PROPHET_LEARN_ANCHOR_CALLS);
+    for (it = 0; it < 4; it++)
+        CHECK(feed_iter(&r, &a, 1) & PROPHET_LEARN_ITER_START);
+    CHECK(prophet_learner_profile(r.l) && prophet_learner_profile(r.l)->n_calls == 30);
+    prophet_learner_free(r.l);
+    /*    More than a period of other calls first (no whole iterations of either before the
+     *    periodic run): the lock is kept, unanchored, at the start of the run. */
+    x.n = 0;
+    for (int k = 0; k < 45; k++)
+        add(&x, 8 + 4 * (uint64_t)k, 0);
+    memset(&r, 0, sizeof(r));
+    r.clock = 1000000;
+    r.l = prophet_learner_new(&o);
+    feed_iter(&r, &x, 0);
+    for (it = 0; it < 3; it++)
+        feed_iter(&r, &a, 0);
+    CHECK(prophet_learner_anchored(r.l) == 0);
+    for (it = 0; it < 4; it++)
+        CHECK(feed_iter(&r, &a, 1) & PROPHET_LEARN_ITER_START);
+    CHECK(prophet_learner_profile(r.l) && prophet_learner_anchored(r.l) == 0);
+    prophet_learner_free(r.l);
     printf("learner: ok\n");
     return 0;
 }
