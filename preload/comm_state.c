@@ -159,7 +159,9 @@ int prophet_comm_setup(prophet_comm_t *c)
     }
     if (prophet_comm_setup_cuda(c) != 0)
         return -1;
-    c->next_agree_iter = prophet_cfg.learn_iters;
+    /* block mode: the first agreement waits for measured readiness (schedule.c) */
+    c->next_agree_iter =
+        prophet_cfg.gate == PROPHET_GATE_BLOCK ? UINT64_MAX : prophet_cfg.learn_iters;
     c->setup = 1;
     prophet_logb_open(c);
     return 0;

@@ -121,6 +121,12 @@ void prophet_group_leave(void);
 #define PROPHET_BLOCK_MAX 64          /* members of one block at most */
 #define PROPHET_BUILTIN_BLOCK_CALLS 8 /* built-in policy: calls per block */
 #define PROPHET_BUILTIN_BLOCK_BYTES (4u << 20)
+/* Block mode measures readiness in "measurement iterations": blocks of PROPHET_BLOCK_MAX
+ * consecutive calls (phase alternating by half a block), so that no gate of ours stands between
+ * the ready events of a block's members. Every iteration measures until a plan is installed, then
+ * one in PROPHET_MEASURE_EVERY. The first plan is agreed after PROPHET_MEASURE_WARMUP of them. */
+#define PROPHET_MEASURE_EVERY 8
+#define PROPHET_MEASURE_WARMUP 4
 
 typedef struct prophet_member {
     const void *sendbuff;
@@ -132,6 +138,7 @@ typedef struct prophet_member {
     uint64_t iteration;
     uint32_t index;
     int64_t arrival_us;
+    int measure; /* block mode: its ready event is a true readiness sample (feed the learner) */
 } prophet_member_t;
 
 /* A held block: consecutive calls of one (communicator, stream), none launched yet. */
@@ -198,6 +205,10 @@ typedef struct prophet_comm {
 
     prophet_learner_t *learner;
     prophet_netmodel_t *net;
+    int64_t net_prev_complete_us; /* poller only: completion of the previous block */
+    int measuring;                /* block mode: this iteration measures readiness */
+    uint32_t measure_phase;       /* chunk offset of this measurement iteration */
+    uint32_t measured_iters;      /* measurement iterations since the last relearn */
     prophet_engine_t *engine;
     int have_plan;
     uint32_t iter_len;     /* calls per iteration once the profile is ready, else 0 */

@@ -53,20 +53,34 @@ static int64_t prophet_event_us(const prophet_comm_t *c, CUevent e)
 static void prophet_inflight_done(prophet_comm_t *c, prophet_inflight_t *f)
 {
     int64_t launch = prophet_event_us(c, f->start), complete = prophet_event_us(c, f->end);
+    int64_t last_ready = 0, begin;
     int alive = atomic_load(&c->alive) && c->learner;
 
     for (uint32_t i = 0; i < f->n; i++) {
         const prophet_member_t *m = &f->m[i];
         int64_t ready = prophet_event_us(c, m->ready);
 
-        if (alive && ready && m->index != UINT32_MAX)
+        if (ready > last_ready)
+            last_ready = ready;
+        /* block mode: only true readiness samples (schedule.c, measurement iterations) */
+        if (alive && ready && m->index != UINT32_MAX &&
+            (m->measure || prophet_cfg.gate != PROPHET_GATE_BLOCK))
             prophet_learner_set_ready(c->learner, m->iteration, m->index, ready);
         if (alive)
             prophet_logb_call(c, f, i, ready, launch, complete);
         prophet_comm_event_put(c, m->ready);
     }
-    if (alive && launch && complete > launch)
-        prophet_netmodel_observe(c->net, f->bytes, f->n, (double)(complete - launch));
+    /* The planners and the simulator charge alpha once per block (one NCCL launch: a fused
+     * group), from the moment the block could start, max(last member ready, previous block done),
+     * to its completion. Measuring the same span here puts the cost of holding (ready events, the
+     * internal stream's handoff) into alpha, where the planner can weigh it against merging. */
+    begin = last_ready > c->net_prev_complete_us ? last_ready : c->net_prev_complete_us;
+    if (!begin || begin > launch)
+        begin = launch;
+    if (alive && launch && complete > begin)
+        prophet_netmodel_observe(c->net, f->bytes, 1, (double)(complete - begin));
+    if (complete)
+        c->net_prev_complete_us = complete;
     if (f->start != f->m[0].ready)
         prophet_comm_event_put(c, f->start);
     prophet_comm_event_put(c, f->end);

@@ -48,6 +48,9 @@ static int prophet_observe(prophet_comm_t *c, const prophet_call_sig_t *sig, int
         if (c->have_plan)
             prophet_engine_set_plan(c->engine, NULL);
         c->have_plan = 0;
+        c->measured_iters = 0;
+        if (prophet_cfg.gate == PROPHET_GATE_BLOCK)
+            c->next_agree_iter = UINT64_MAX;
     }
     if (flags & PROPHET_LEARN_ITER_START) {
         /* Holding needs the learner's boundary to be the job's: every iteration all-reduces the
@@ -73,8 +76,10 @@ static int prophet_observe(prophet_comm_t *c, const prophet_call_sig_t *sig, int
         for (uint32_t i = 0; p && i < p->n_calls; i++)
             c->iter_bytes += p->sig[i].bytes;
         c->phase_ok = c->iter_bytes > 0 && *index == 0 && c->cum_bytes % c->iter_bytes == 0;
-        if (p && !c->have_plan && c->next_agree_iter > *iteration)
-            c->next_agree_iter = *iteration; /* first plan: agree at the next iteration start */
+        /* first plan: agree at the next iteration start (block mode: after measuring) */
+        if (p && !c->have_plan && c->next_agree_iter > *iteration &&
+            prophet_cfg.gate != PROPHET_GATE_BLOCK)
+            c->next_agree_iter = *iteration;
         prophet_logb_profile(c);
     }
     /* comm_id is left out of the agreed hash: InitAll gives one process's ranks different ids */
@@ -122,9 +127,25 @@ static ncclResult_t prophet_observed_call(prophet_comm_t *c, const void *s, void
     f->end = end;
     f->bytes = n * prophet_dtype_size(t);
     f->block = c->block_number++;
-    f->m[0] = (prophet_member_t){s, r, n, t, op, ready, iteration, index, arrival};
+    f->m[0] = (prophet_member_t){s, r, n, t, op, ready, iteration, index, arrival, 0};
     prophet_inflight_push(c, f);
     return nrc;
+}
+
+/* Block mode, at each iteration start (program order, alike on every rank): is this a
+ * measurement iteration, and is it time for the first agreement? Only iterations whose calls are
+ * held count (before that, calls pass through and their readiness is our own schedule's). */
+static void prophet_measure_step(prophet_comm_t *c, uint64_t iteration)
+{
+    int holding = c->iter_len && c->phase_ok && c->stable_iters >= prophet_stable_iters_needed();
+
+    c->measuring = prophet_cfg.gate == PROPHET_GATE_BLOCK && holding &&
+                   (!c->have_plan || iteration % PROPHET_MEASURE_EVERY == 0);
+    c->measure_phase = (iteration / PROPHET_MEASURE_EVERY) % 2 ? PROPHET_BLOCK_MAX / 2 : 0;
+    if (!c->measuring)
+        return;
+    if (++c->measured_iters == PROPHET_MEASURE_WARMUP + 1 && !c->have_plan && !c->plan_pending)
+        c->next_agree_iter = iteration + 1; /* agree at the next iteration start */
 }
 
 /* Block mode: does the call just added close its block? Program-order data only. */
@@ -136,6 +157,8 @@ static int prophet_closes_block(const prophet_comm_t *c, uint32_t index)
         return 1;
     if (c->iter_len && index + 1 >= c->iter_len)
         return 1; /* blocks never span iterations */
+    if (c->measuring)
+        return (index + 1 + c->measure_phase) % PROPHET_BLOCK_MAX == 0;
     if (c->have_plan)
         return prophet_engine_closes_block(c->engine, index);
     /* built-in policy until a plan is agreed: runs of consecutive calls, bounded in count
@@ -162,7 +185,11 @@ static ncclResult_t prophet_hold(prophet_comm_t *c, const void *s, void *r, size
         b->owner = pthread_self();
         b->number = c->block_number;
     }
-    b->m[b->n++] = (prophet_member_t){s, r, n, t, op, ready, iteration, index, arrival};
+    b->m[b->n++] = (prophet_member_t){s, r, n, t, op, ready, iteration, index, arrival, 0};
+    /* A block's first member may wait behind the previous block's gate: its ready event then
+     * measures our own schedule, not the job. The others are true readiness (the first call of
+     * the iteration too: the job's own end-of-iteration wait precedes it). */
+    b->m[b->n - 1].measure = c->measuring && (b->n > 1 || index == 0);
     b->bytes += n * prophet_dtype_size(t);
     b->last_arrival_us = arrival;
     b->stall_warned = 0;
@@ -225,8 +252,10 @@ ncclResult_t prophet_allreduce(prophet_comm_t *c, const void *s, void *r, size_t
     if (c->pending.n && (c->pending.stream != st || flags < 0 ||
                          (flags & (PROPHET_LEARN_ITER_START | PROPHET_LEARN_RELEARN))))
         prophet_release_pending(c);
-    if (flags >= 0 && (flags & PROPHET_LEARN_ITER_START))
+    if (flags >= 0 && (flags & PROPHET_LEARN_ITER_START)) {
         prophet_agreement_step(c, iteration);
+        prophet_measure_step(c, iteration);
+    }
     if (c->passthrough)
         goto passthrough;
     if (prophet_cfg.gate != PROPHET_GATE_BLOCK || index == UINT32_MAX || flags < 0 ||
