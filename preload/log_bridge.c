@@ -1,10 +1,34 @@
 /* Bridge to the JSON schedule log (include/prophet/log.h, preload/log/), present when the log
  * writer is built (PROPHET_HAVE_LOG) and PROPHET_LOG names a directory. One writer per rank. */
 #include <stdio.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "prophet_preload.h"
+#ifdef PROPHET_HAVE_LOG
+/* PROPHET_LOG=DIR: the directory is created (with its parents) when missing, as mkdir -p. */
+static int prophet_mkdir_p(const char *dir)
+{
+    char path[sizeof(prophet_cfg.log_dir)];
+    size_t n = strlen(dir);
+
+    if (n == 0 || n >= sizeof(path))
+        return errno = EINVAL, -1;
+    memcpy(path, dir, n + 1);
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(path, 0755) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(path, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+#endif
+
 #ifdef PROPHET_HAVE_LOG
 #include "prophet/log.h"
 #endif
@@ -49,6 +73,9 @@ void prophet_logb_open(prophet_comm_t *c)
                                                              : prophet_policy_default()),
         .gate = prophet_cfg.gate == PROPHET_GATE_BLOCK ? "block" : "call",
     };
+    if (prophet_mkdir_p(prophet_cfg.log_dir) != 0)
+        prophet_msg(PROPHET_LOG_WARN, "cannot create %s: %s", prophet_cfg.log_dir,
+                    strerror(errno));
     c->log = prophet_log_open(prophet_cfg.log_dir, &meta, prophet_cfg.log_iter_begin,
                               prophet_cfg.log_iter_end, prophet_cfg.trace, why, (int)sizeof(why));
     if (!c->log)

@@ -39,14 +39,16 @@ def parse_args():
     ap.add_argument("--policies", default="passthrough,fusion,buckets,prophet,optimal")
     ap.add_argument("--gate", default="block", choices=["block", "call"])
     ap.add_argument("--latency-us", type=float, default=300.0, help="emulated per-operation latency")
-    ap.add_argument("--iters", type=int, default=40)
-    ap.add_argument("--warmup", type=int, default=10)
-    ap.add_argument("--emu-args", default="", help="extra prophet-emu arguments (e.g. a size scale)")
+    ap.add_argument("--iters", type=int, default=90)
+    ap.add_argument("--warmup", type=int, default=60,
+                    help="iterations left out of the median: learning, measuring, agreeing a plan")
+    ap.add_argument("--emu-args", default="--scale 0.5 --elements-scale 0.05",
+                    help="extra prophet-emu arguments (time and size scales: 2 cores host many ranks)")
     ap.add_argument("--timeout", type=int, default=600)
     a = ap.parse_args()
     if a.quick:
         a.profiles, a.ranks, a.bandwidths, a.modes = "vgg16", "4", "1Gbit", "ddp,per-tensor"
-        a.iters, a.warmup = min(a.iters, 16), min(a.warmup, 6)
+        a.iters, a.warmup = 70, 50
     return a
 
 
@@ -62,10 +64,8 @@ def run_emu(a, profile, ranks, bw, mode, policy):
         env["LD_PRELOAD"] = os.path.join(a.build, "lib", "libprophet.so")
         env["PROPHET_POLICY"] = policy
         env["PROPHET_GATE"] = gate
-        env["PROPHET_BANDWIDTH"] = bw  # the link is known here; the fitted model is tested elsewhere
-        env["PROPHET_ALPHA_US"] = str(a.latency_us)
+        # the network model is fitted (alpha then includes the cost of holding a block)
         env["PROPHET_LEARN_ITERS"] = "3"
-        env["PROPHET_REPLAN_ITERS"] = "1000"
         env["PROPHET_DEBUG"] = "INFO"
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tf:
         out = tf.name
@@ -79,14 +79,38 @@ def run_emu(a, profile, ranks, bw, mode, policy):
         res = json.load(f)
     os.unlink(out)
     its = res["iteration_us"][a.warmup:] or res["iteration_us"]
+    if policy is not None and gate == "block" and policy != "passthrough" and "plan v" not in p.stderr:
+        print(f"bench: warning: no plan agreed for {profile}/{mode}/{policy}", file=sys.stderr)
     return statistics.median(its), p.stderr
+
+
+def scaled_profile(a, profile):
+    """The profile as prophet-emu runs it under --scale/--elements-scale, for prophet-sim."""
+    words = a.emu_args.split()
+    def opt(name, default):
+        return float(words[words.index(name) + 1]) if name in words else default
+    ts, es = opt("--scale", 1.0), opt("--elements-scale", 1.0)
+    with open(os.path.join(ROOT, "profiles", profile + ".json")) as f:
+        d = json.load(f)
+    for t in d["tensors"]:
+        t["ready_us"] *= ts
+        t["elements"] = max(1, round(t["elements"] * es))
+        t["bytes"] = t["elements"] * 4
+    d["forward_us"] *= ts
+    d["backward_us"] *= ts
+    fd, path = tempfile.mkstemp(suffix=".json")
+    with os.fdopen(fd, "w") as f:
+        json.dump(d, f)
+    return path
 
 
 def optimum_us(a, profile, ranks, bw):
     sim = os.path.join(a.build, "bin", "prophet-sim")
-    p = subprocess.run([sim, "--profile", os.path.join(ROOT, "profiles", profile + ".json"),
+    prof = scaled_profile(a, profile)
+    p = subprocess.run([sim, "--profile", prof,
                         "--ranks", str(ranks), "--bandwidth", bw, "--alpha", f"{a.latency_us}us", "--json"]
-                       + a.emu_args_sim, capture_output=True, text=True, timeout=120)
+                       + a.sim_args, capture_output=True, text=True, timeout=120)
+    os.unlink(prof)
     if p.returncode != 0:
         raise RuntimeError(p.stderr)
     return json.loads(p.stdout)["policies"]["optimal"]["iteration_us"]
@@ -128,7 +152,7 @@ def svg_plot(rows, policies, path):
 
 def main():
     a = parse_args()
-    a.emu_args_sim = []
+    a.sim_args = []
     policies = [p for p in a.policies.split(",") if p]
     rows = []
     for profile in a.profiles.split(","):

@@ -3,11 +3,12 @@
 # real gradient profile, PyTorch-DDP-like buckets — here per-tensor hooks by default, which gives
 # Prophet the most to regroup — over real TCP sockets paced to a 1 Gbit/s link per rank) twice:
 # without the preload, and with LD_PRELOAD=build/lib/libprophet.so in block mode. Prints the median
-# iteration times, the speedup, and what the scheduler did. Takes about a minute.
+# iteration times (after 50 iterations of learning, measuring and agreeing a plan), the speedup,
+# and what the scheduler did. Takes about a minute.
 #   scripts/demo.sh [--mode per-tensor|ddp] [--ranks N] [--profile NAME] [--bw 1Gbit] [--iters K]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mode=per-tensor; ranks=4; profile=resnet50; bw=1Gbit; iters=30; latency=300
+mode=per-tensor; ranks=4; profile=resnet50; bw=1Gbit; iters=80; warmup=50; latency=300
 while [ $# -gt 0 ]; do
   case "$1" in
     --mode) mode=$2; shift 2 ;;
@@ -15,7 +16,7 @@ while [ $# -gt 0 ]; do
     --profile) profile=$2; shift 2 ;;
     --bw) bw=$2; shift 2 ;;
     --iters) iters=$2; shift 2 ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
     *) echo "demo: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -28,7 +29,8 @@ out=$(mktemp -d)
 run() { # name, extra env...
   local name=$1; shift
   env "$@" build/bin/prophet-emu --ranks "$ranks" --profile "profiles/$profile.json" --mode "$mode" \
-    --iters "$iters" --warmup 8 --wait all --json "$out/$name.json" --quiet 2>"$out/$name.err" \
+    --iters "$iters" --warmup "$warmup" --wait all --scale 0.5 --elements-scale 0.05 \
+    --json "$out/$name.json" --quiet 2>"$out/$name.err" \
     || { cat "$out/$name.err" >&2; exit 1; }
 }
 echo "demo: $ranks ranks, $profile, mode $mode, link $bw per rank, latency ${latency}us, $iters iterations"
@@ -40,11 +42,13 @@ import json, statistics, sys, os
 d = sys.argv[1]
 def med(n):
     j = json.load(open(os.path.join(d, n + ".json")))
-    return statistics.median(j["iteration_us"][8:] or j["iteration_us"]), j
+    w = j.get("warmup", 0)
+    return statistics.median(j["iteration_us"][w:] or j["iteration_us"]), j
 b, bj = med("baseline"); p, pj = med("prophet")
 print(f"  without the preload : {b/1e3:8.1f} ms per iteration ({bj['calls_per_iter']} all-reduces)")
 print(f"  with Prophet (block): {p/1e3:8.1f} ms per iteration")
 print(f"  speedup             : {b/p:8.2f}x   (results checked exactly on every rank, every iteration)")
 EOP
-grep -h "prophet: INFO" "$out/prophet.err" | grep -iE "summary|plan" | head -4 | sed 's/^/  /'
+grep -h "prophet: INFO" "$out/prophet.err" | grep -E "plan v[0-9]+ agreed" | tail -1 | sed 's/^/  /'
+grep -h "prophet: INFO summary" "$out/prophet.err" | head -1 | sed 's/^/  /'
 echo "demo: schedule logs in $out/log (prophet-report $out/log/*.json)"
