@@ -217,16 +217,23 @@ void prophet_config_defaults(prophet_config_t *cfg)
     cfg->log_iter_end = 100;
 }
 
+/* Index of v (any case) in names[0..n), or -1. */
+static int prophet_cfg_name_index(const char *v, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcasecmp(v, names[i]))
+            return i;
+    return -1;
+}
+
 static void prophet_cfg_debug(prophet_config_t *cfg, const char *v, prophet_cfg_errs_t *e)
 {
     static const char *const names[] = {"NONE", "WARN", "INFO", "TRACE"};
-    for (int i = 0; i < 4; i++) {
-        if (!strcasecmp(v, names[i])) {
-            cfg->debug = (prophet_log_level_t)i;
-            return;
-        }
-    }
-    PROPHET_BAD(e, "PROPHET_DEBUG", v, "expected NONE, WARN, INFO or TRACE", "WARN");
+    int i = prophet_cfg_name_index(v, names, 4);
+    if (i >= 0)
+        cfg->debug = (prophet_log_level_t)i;
+    else
+        PROPHET_BAD(e, "PROPHET_DEBUG", v, "expected NONE, WARN, INFO or TRACE", "WARN");
 }
 
 static void prophet_cfg_gate(prophet_config_t *cfg, const char *v, prophet_cfg_errs_t *e)
@@ -242,13 +249,11 @@ static void prophet_cfg_gate(prophet_config_t *cfg, const char *v, prophet_cfg_e
 static void prophet_cfg_bwmon(prophet_config_t *cfg, const char *v, prophet_cfg_errs_t *e)
 {
     static const char *const names[] = {"auto", "off", "process", "daemon"};
-    for (int i = 0; i < 4; i++) {
-        if (!strcasecmp(v, names[i])) {
-            cfg->bwmon = (prophet_bwmon_mode_t)i;
-            return;
-        }
-    }
-    PROPHET_BAD(e, "PROPHET_BWMON", v, "expected auto, off, process or daemon", "auto");
+    int i = prophet_cfg_name_index(v, names, 4);
+    if (i >= 0)
+        cfg->bwmon = (prophet_bwmon_mode_t)i;
+    else
+        PROPHET_BAD(e, "PROPHET_BWMON", v, "expected auto, off, process or daemon", "auto");
 }
 
 static void prophet_cfg_log_iters(prophet_config_t *cfg, const char *v, prophet_cfg_errs_t *e)

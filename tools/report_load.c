@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log_json.h"
 #include "report.h"
 
 #define MAX_FILE_BYTES (1ull << 32)
@@ -377,16 +378,6 @@ static int cmp_iter(const void *a, const void *b)
     return x->iteration < y->iteration ? -1 : (x->iteration > y->iteration);
 }
 
-static int cmp_call(const void *a, const void *b)
-{
-    const prophet_log_call_t *x = a, *y = b;
-    if (x->index != y->index)
-        return x->index < y->index ? -1 : 1;
-    if (x->comm_id != y->comm_id)
-        return x->comm_id < y->comm_id ? -1 : 1;
-    return x->arrival_us < y->arrival_us ? -1 : (x->arrival_us > y->arrival_us);
-}
-
 static int read_all(const char *path, char **buf, size_t *len, ctx_t *c)
 {
     FILE *f = fopen(path, "rb");
@@ -520,7 +511,8 @@ int rep_load(const char *path, int allow_truncated, rep_log_t *out, char *err, s
         qsort(out->iters, out->n_iters, sizeof(*out->iters), cmp_iter);
     for (size_t i = 0; i < out->n_iters; i++)
         if (out->iters[i].n)
-            qsort(out->iters[i].calls, out->iters[i].n, sizeof(prophet_log_call_t), cmp_call);
+            qsort(out->iters[i].calls, out->iters[i].n, sizeof(prophet_log_call_t),
+                  prophet_log_call_cmp);
     rc = 0;
 out:
     json_decref(root);

@@ -84,39 +84,27 @@ static int cmp_block(const void *a, const void *b)
     return x->block < y->block ? -1 : (x->block > y->block);
 }
 
-int rep_iter_stats(const rep_iter_t *it, rep_iter_stats_t *o)
+/* The busy spans (first launch to last completion of each block) and the wait spans (readiness
+ * to launch of each call) of `it`, each merged; the caller frees both. Counts the blocks and their
+ * largest membership into o unless it is NULL. -1 when out of memory. */
+static int block_spans(const rep_iter_t *it, span_t **busy_out, size_t *nb_out, span_t **wait_out,
+                       size_t *nw_out, rep_iter_stats_t *o)
 {
-    memset(o, 0, sizeof(*o));
-    o->iteration = it->iteration;
-    o->n_calls = (uint32_t)it->n;
-    if (it->n == 0)
-        return -1;
     prophet_log_call_t *v = malloc(it->n * sizeof(*v));
     span_t *busy = malloc(it->n * sizeof(*busy));
     span_t *wait = malloc(it->n * sizeof(*wait));
     if (!v || !busy || !wait) {
-        free(v);
-        free(busy);
-        free(wait);
+        free(v), free(busy), free(wait);
         return -1;
     }
     memcpy(v, it->calls, it->n * sizeof(*v));
     qsort(v, it->n, sizeof(*v), cmp_block);
-    double start = INFINITY, end = -INFINITY;
     size_t nb = 0, nw = 0;
     for (size_t i = 0; i < it->n;) {
         size_t j = i;
         double launch = INFINITY, done = -INFINITY;
         for (; j < it->n && v[j].comm_id == v[i].comm_id && v[j].block == v[i].block; j++) {
             const prophet_log_call_t *c = &v[j];
-            o->bytes += c->bytes;
-            double t0 = c->arrival_us ? (double)c->arrival_us
-                                      : (c->ready_us ? (double)c->ready_us : (double)c->launch_us);
-            if (t0 > 0 && t0 < start)
-                start = t0;
-            double t1 = (double)(c->complete_us ? c->complete_us : c->launch_us);
-            if (t1 > end)
-                end = t1;
             if (c->launch_us && c->launch_us < launch)
                 launch = (double)c->launch_us;
             if (c->complete_us && c->complete_us > done)
@@ -125,23 +113,53 @@ int rep_iter_stats(const rep_iter_t *it, rep_iter_stats_t *o)
             if (ready > 0 && c->launch_us > 0 && (double)c->launch_us > ready)
                 wait[nw++] = (span_t){ready, (double)c->launch_us};
         }
-        uint32_t members = (uint32_t)(j - i);
-        if (members > o->max_members)
-            o->max_members = members;
-        o->n_blocks++;
+        if (o) {
+            uint32_t members = (uint32_t)(j - i);
+            if (members > o->max_members)
+                o->max_members = members;
+            o->n_blocks++;
+        }
         if (isfinite(launch) && done >= launch)
             busy[nb++] = (span_t){launch, done};
         i = j;
     }
-    nb = merge_spans(busy, nb);
-    nw = merge_spans(wait, nw);
+    free(v);
+    *busy_out = busy;
+    *nb_out = merge_spans(busy, nb);
+    *wait_out = wait;
+    *nw_out = merge_spans(wait, nw);
+    return 0;
+}
+
+int rep_iter_stats(const rep_iter_t *it, rep_iter_stats_t *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->iteration = it->iteration;
+    o->n_calls = (uint32_t)it->n;
+    if (it->n == 0)
+        return -1;
+    double start = INFINITY, end = -INFINITY;
+    for (size_t i = 0; i < it->n; i++) {
+        const prophet_log_call_t *c = &it->calls[i];
+        o->bytes += c->bytes;
+        double t0 = c->arrival_us ? (double)c->arrival_us
+                                  : (c->ready_us ? (double)c->ready_us : (double)c->launch_us);
+        if (t0 > 0 && t0 < start)
+            start = t0;
+        double t1 = (double)(c->complete_us ? c->complete_us : c->launch_us);
+        if (t1 > end)
+            end = t1;
+    }
+    span_t *busy, *wait;
+    size_t nb, nw;
+    if (block_spans(it, &busy, &nb, &wait, &nw, o))
+        return -1;
     o->busy_us = total(busy, nb);
     o->idle_wait_us = total(wait, nw) - overlap(wait, nw, busy, nb);
     if (o->idle_wait_us < 0)
         o->idle_wait_us = 0;
     o->start_us = isfinite(start) ? start : 0;
     o->span_us = isfinite(start) && end > start ? end - start : 0;
-    free(v);
     free(busy);
     free(wait);
     return 0;
@@ -278,35 +296,10 @@ int rep_idle_spans(const rep_iter_t *it, double *a, double *b, size_t cap, size_
     *n_out = 0;
     if (it->n == 0)
         return 0;
-    prophet_log_call_t *v = malloc(it->n * sizeof(*v));
-    span_t *busy = malloc(it->n * sizeof(*busy));
-    span_t *wait = malloc(it->n * sizeof(*wait));
-    if (!v || !busy || !wait) {
-        free(v), free(busy), free(wait);
+    span_t *busy, *wait;
+    size_t nb, nw;
+    if (block_spans(it, &busy, &nb, &wait, &nw, NULL))
         return -1;
-    }
-    memcpy(v, it->calls, it->n * sizeof(*v));
-    qsort(v, it->n, sizeof(*v), cmp_block);
-    size_t nb = 0, nw = 0;
-    for (size_t i = 0; i < it->n;) {
-        size_t j = i;
-        double launch = INFINITY, done = -INFINITY;
-        for (; j < it->n && v[j].comm_id == v[i].comm_id && v[j].block == v[i].block; j++) {
-            const prophet_log_call_t *c = &v[j];
-            if (c->launch_us && c->launch_us < launch)
-                launch = (double)c->launch_us;
-            if (c->complete_us && c->complete_us > done)
-                done = (double)c->complete_us;
-            double ready = (double)(c->ready_us ? c->ready_us : c->arrival_us);
-            if (ready > 0 && c->launch_us > 0 && (double)c->launch_us > ready)
-                wait[nw++] = (span_t){ready, (double)c->launch_us};
-        }
-        if (isfinite(launch) && done >= launch)
-            busy[nb++] = (span_t){launch, done};
-        i = j;
-    }
-    nb = merge_spans(busy, nb);
-    nw = merge_spans(wait, nw);
     size_t k = 0;
     for (size_t i = 0; i < nw && k < cap; i++) {
         double s = wait[i].a;
@@ -325,6 +318,6 @@ int rep_idle_spans(const rep_iter_t *it, double *a, double *b, size_t cap, size_
         }
     }
     *n_out = k;
-    free(v), free(busy), free(wait);
+    free(busy), free(wait);
     return 0;
 }

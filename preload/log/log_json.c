@@ -117,6 +117,16 @@ json_t *prophet_log_json_plan(uint64_t from_iteration, const prophet_plan_t *pla
                      num(plan->predicted_iteration_us), "sig_hash", hash, "blocks", blocks);
 }
 
+int prophet_log_call_cmp(const void *a, const void *b)
+{
+    const prophet_log_call_t *x = a, *y = b;
+    if (x->index != y->index)
+        return x->index < y->index ? -1 : 1;
+    if (x->comm_id != y->comm_id)
+        return x->comm_id < y->comm_id ? -1 : 1;
+    return x->arrival_us < y->arrival_us ? -1 : (x->arrival_us > y->arrival_us);
+}
+
 json_t *prophet_log_json_iteration(uint64_t iteration, const prophet_log_call_t *calls, size_t n,
                                    uint64_t dropped_total)
 {

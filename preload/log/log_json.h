@@ -15,6 +15,8 @@ json_t *prophet_log_json_net(int64_t t_us, const prophet_net_t *net, double prob
 json_t *prophet_log_json_plan(uint64_t from_iteration, const prophet_plan_t *plan);
 json_t *prophet_log_json_iteration(uint64_t iteration, const prophet_log_call_t *calls, size_t n,
                                    uint64_t dropped_total);
+/* qsort order of the calls of an iteration record: index, then communicator, then arrival. */
+int prophet_log_call_cmp(const void *a, const void *b);
 const char *prophet_log_policy_name(prophet_policy_t p);
 const char *prophet_log_net_source_name(prophet_net_source_t s);
 

@@ -114,21 +114,11 @@ static void write_iteration(prophet_log_writer_t *w, pending_iter_t *p)
     }
 }
 
-static int cmp_call_index(const void *a, const void *b)
-{
-    const prophet_log_call_t *x = a, *y = b;
-    if (x->index != y->index)
-        return x->index < y->index ? -1 : 1;
-    if (x->comm_id != y->comm_id)
-        return x->comm_id < y->comm_id ? -1 : 1;
-    return x->arrival_us < y->arrival_us ? -1 : (x->arrival_us > y->arrival_us);
-}
-
 /* Writes pending iteration `i` and removes it from the table. */
 static void flush_pending(prophet_log_writer_t *w, int i)
 {
     pending_iter_t p = w->pending[i];
-    qsort(p.calls, p.n, sizeof(*p.calls), cmp_call_index);
+    qsort(p.calls, p.n, sizeof(*p.calls), prophet_log_call_cmp);
     write_iteration(w, &p);
     free(p.calls);
     w->pending[i] = w->pending[--w->n_pending];

@@ -48,26 +48,12 @@ static void sleep_until_us(int64_t t)
     }
 }
 
-static int write_all(int fd, const void *buf, size_t n)
+/* Writes (writing != 0) or reads all n bytes at p, retrying on EINTR; p is only written when
+ * reading. */
+static int io_all(int fd, char *p, size_t n, int writing)
 {
-    const char *p = buf;
     while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-static int read_all(int fd, void *buf, size_t n)
-{
-    char *p = buf;
-    while (n) {
-        ssize_t r = read(fd, p, n);
+        ssize_t r = writing ? write(fd, p, n) : read(fd, p, n);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
@@ -76,6 +62,16 @@ static int read_all(int fd, void *buf, size_t n)
         n -= (size_t)r;
     }
     return 0;
+}
+
+static int write_all(int fd, const void *buf, size_t n)
+{
+    return io_all(fd, (char *)buf, n, 1);
+}
+
+static int read_all(int fd, void *buf, size_t n)
+{
+    return io_all(fd, buf, n, 0);
 }
 
 static int enter_netns(const char *name)

@@ -2,41 +2,10 @@
  * and N, a non-blocking one (ncclCommInitRankConfig, blocking = 0: passed through untouched).
  * Each iteration alternates all-reduces on A and B on one stream, then one on N; a host function
  * after the iteration's last call checks every buffer. Usage: preload-comm-variants [ITERS] */
-#include <stdatomic.h>
-#include <string.h>
-
-#include "pt_common.h"
+#include "pt_check.h"
 
 #define K 4
 static int iters = 40;
-static atomic_long errors, checks;
-
-struct pt_check {
-    const float *buf;
-    size_t count;
-    float expect;
-};
-
-static void pt_check_fn(void *arg)
-{
-    const struct pt_check *c = arg;
-
-    for (size_t i = 0; i < c->count; i++)
-        if (c->buf[i] != c->expect) {
-            atomic_fetch_add(&errors, 1);
-            break;
-        }
-    atomic_fetch_add(&checks, 1);
-}
-
-static void pt_fill(CUdeviceptr b, float v, size_t n, CUstream s)
-{
-    uint32_t bits;
-
-    memcpy(&bits, &v, sizeof(bits));
-    PT_CU(cuMemsetD32Async(b, bits, n, s));
-}
-
 static void pt_wait_ready(ncclComm_t c)
 {
     ncclResult_t st = ncclInProgress;
@@ -99,12 +68,11 @@ static int pt_rank(int rank, int nranks, const ncclUniqueId *id)
             PT_CU(cuLaunchHostFunc(s, pt_check_fn, &chk[it * (2 * K + 1) + k]));
     }
     PT_CU(cuStreamSynchronize(s));
-    printf("rank %d: %ld checks, %ld wrong\n", rank, atomic_load(&checks), atomic_load(&errors));
-    fflush(stdout);
+    int bad = pt_check_report(rank, (long)iters * (2 * K + 1));
     PT_NCCL(ncclCommDestroy(n));
     PT_NCCL(ncclCommDestroy(b));
     PT_NCCL(ncclCommDestroy(a));
-    return atomic_load(&errors) == 0 && atomic_load(&checks) == (long)iters * (2 * K + 1) ? 0 : 1;
+    return bad;
 }
 
 int main(int argc, char **argv)

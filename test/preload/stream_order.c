@@ -8,36 +8,15 @@
  * A third argument "group" puts calls 2 and 3 of each iteration into a nested user group
  * (ncclGroupStart x2 ... ncclGroupEnd x2) and closes and reopens an empty group first, as PyTorch
  * does around communicator creation; the checks of those calls follow the outer ncclGroupEnd. */
-#include <stdatomic.h>
 #include <string.h>
 
-#include "pt_common.h"
+#include "pt_check.h"
 
 #define K 6
 static const size_t pt_counts[K] = {1024, 64, 4096, 16, 2048, 256};
 
 static int check_each, use_group;
 static int iters = 40;
-static atomic_long errors, checks;
-
-struct pt_check {
-    const float *buf;
-    size_t count;
-    float expect;
-};
-
-static void pt_check_fn(void *arg)
-{
-    const struct pt_check *c = arg;
-
-    for (size_t i = 0; i < c->count; i++)
-        if (c->buf[i] != c->expect) {
-            atomic_fetch_add(&errors, 1);
-            break;
-        }
-    atomic_fetch_add(&checks, 1);
-}
-
 static float pt_value(int rank, int it, int k)
 {
     return (float)((rank + 1) * (it % 7 + 1) + k);
@@ -65,15 +44,13 @@ static int pt_rank(int rank, int nranks, const ncclUniqueId *id)
         PT_CU(cuMemAlloc(&buf[k], pt_counts[k] * sizeof(float)));
     for (int it = 0; it < iters; it++) {
         for (int k = 0; k < K; k++) {
-            float v = pt_value(rank, it, k), sum = 0;
-            uint32_t bits;
+            float sum = 0;
             struct pt_check *c = &chk[it * K + k];
 
             for (int r = 0; r < nranks; r++)
                 sum += pt_value(r, it, k);
-            memcpy(&bits, &v, sizeof(bits));
             int grouped = use_group && (k == 2 || k == 3);
-            PT_CU(cuMemsetD32Async(buf[k], bits, pt_counts[k], s));
+            pt_fill(buf[k], pt_value(rank, it, k), pt_counts[k], s);
             if (grouped && k == 2) {
                 PT_NCCL(ncclGroupStart());
                 PT_NCCL(ncclGroupStart());
@@ -98,10 +75,9 @@ static int pt_rank(int rank, int nranks, const ncclUniqueId *id)
         /* the next iteration overwrites the buffers on the same stream: no host wait needed */
     }
     PT_CU(cuStreamSynchronize(s));
-    printf("rank %d: %ld checks, %ld wrong\n", rank, atomic_load(&checks), atomic_load(&errors));
-    fflush(stdout);
+    int bad = pt_check_report(rank, (long)iters * K);
     PT_NCCL(ncclCommDestroy(comm));
-    return atomic_load(&errors) == 0 && atomic_load(&checks) == (long)iters * K ? 0 : 1;
+    return bad;
 }
 
 int main(int argc, char **argv)

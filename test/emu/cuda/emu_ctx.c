@@ -253,15 +253,22 @@ CUresult cuCtxGetFlags(unsigned int *flags)
     return CUDA_SUCCESS;
 }
 
-CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
+/* *ctx, or the current context where it is NULL; INVALID_CONTEXT unless it is live. */
+static CUresult emu_ctx_or_current(CUcontext *ctx)
 {
     CUresult rc = emu_check_init();
     if (rc)
         return rc;
-    if (!ctx && (rc = emu_current_ctx(&ctx)))
+    if (!*ctx && (rc = emu_current_ctx(ctx)))
         return rc;
-    if (!emu_ctx_live(ctx))
-        return CUDA_ERROR_INVALID_CONTEXT;
+    return emu_ctx_live(*ctx) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
+{
+    CUresult rc = emu_ctx_or_current(&ctx);
+    if (rc)
+        return rc;
     if (!ctxId)
         return CUDA_ERROR_INVALID_VALUE;
     *ctxId = ctx->id;
@@ -270,13 +277,9 @@ CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
 
 CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 {
-    CUresult rc = emu_check_init();
+    CUresult rc = emu_ctx_or_current(&ctx);
     if (rc)
         return rc;
-    if (!ctx && (rc = emu_current_ctx(&ctx)))
-        return rc;
-    if (!emu_ctx_live(ctx))
-        return CUDA_ERROR_INVALID_CONTEXT;
     if (!version)
         return CUDA_ERROR_INVALID_VALUE;
     *version = 3020;

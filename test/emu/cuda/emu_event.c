@@ -95,17 +95,25 @@ CUresult cuEventDestroy_v2(CUevent hEvent)
     return CUDA_SUCCESS;
 }
 
+/* Both references an operation between an event and a stream needs; neither is held on failure. */
+static CUresult emu_event_stream_get(CUevent hEvent, CUstream hStream, struct CUevent_st **e,
+                                     struct CUstream_st **s)
+{
+    CUresult rc = emu_event_get(hEvent, e);
+    if (rc)
+        return rc;
+    if ((rc = emu_stream_get(hStream, s)))
+        emu_event_put(*e);
+    return rc;
+}
+
 CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)
 {
     struct CUevent_st *e;
     struct CUstream_st *s;
-    CUresult rc = emu_event_get(hEvent, &e);
+    CUresult rc = emu_event_stream_get(hEvent, hStream, &e, &s);
     if (rc)
         return rc;
-    if ((rc = emu_stream_get(hStream, &s))) {
-        emu_event_put(e);
-        return rc;
-    }
     struct emu_mark *m = emu_mark_new();
     struct emu_op *op = emu_op_new(EMU_OP_RECORD);
     if (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL)
@@ -185,13 +193,9 @@ CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
 {
     struct CUevent_st *e;
     struct CUstream_st *s;
-    CUresult rc = emu_event_get(hEvent, &e);
+    CUresult rc = emu_event_stream_get(hEvent, hStream, &e, &s);
     if (rc)
         return rc;
-    if ((rc = emu_stream_get(hStream, &s))) {
-        emu_event_put(e);
-        return rc;
-    }
     if (Flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL) {
         rc = CUDA_ERROR_INVALID_VALUE;
         goto out;

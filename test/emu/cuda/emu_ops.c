@@ -274,6 +274,22 @@ static CUresult emu_check_value_addr(CUdeviceptr addr)
     return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+/* Queues a wait-value or write-value operation on a checked address. */
+static CUresult emu_submit_value(CUstream stream, enum emu_op_kind kind, CUdeviceptr addr,
+                                 cuuint32_t value, unsigned int flags)
+{
+    CUresult rc = emu_check_value_addr(addr);
+    if (rc)
+        return rc;
+    struct emu_op *op = emu_op_new(kind);
+    if (!op)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    op->u.value.addr = (uint32_t *)(uintptr_t)addr;
+    op->u.value.val = value;
+    op->u.value.flags = flags;
+    return emu_submit_to(stream, op, 0);
+}
+
 CUresult cuStreamWaitValue32_v2(CUstream stream, CUdeviceptr addr, cuuint32_t value,
                                 unsigned int flags)
 {
@@ -282,15 +298,7 @@ CUresult cuStreamWaitValue32_v2(CUstream stream, CUdeviceptr addr, cuuint32_t va
         return rc;
     if ((flags & 0xf) > CU_STREAM_WAIT_VALUE_NOR || (flags & ~(0xfu | CU_STREAM_WAIT_VALUE_FLUSH)))
         return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = emu_check_value_addr(addr)))
-        return rc;
-    struct emu_op *op = emu_op_new(EMU_OP_WAIT_VALUE);
-    if (!op)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    op->u.value.addr = (uint32_t *)(uintptr_t)addr;
-    op->u.value.val = value;
-    op->u.value.flags = flags;
-    return emu_submit_to(stream, op, 0);
+    return emu_submit_value(stream, EMU_OP_WAIT_VALUE, addr, value, flags);
 }
 
 CUresult cuStreamWriteValue32_v2(CUstream stream, CUdeviceptr addr, cuuint32_t value,
@@ -301,15 +309,7 @@ CUresult cuStreamWriteValue32_v2(CUstream stream, CUdeviceptr addr, cuuint32_t v
         return rc;
     if (flags & ~(unsigned)CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER)
         return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = emu_check_value_addr(addr)))
-        return rc;
-    struct emu_op *op = emu_op_new(EMU_OP_WRITE_VALUE);
-    if (!op)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    op->u.value.addr = (uint32_t *)(uintptr_t)addr;
-    op->u.value.val = value;
-    op->u.value.flags = flags;
-    return emu_submit_to(stream, op, 0);
+    return emu_submit_value(stream, EMU_OP_WRITE_VALUE, addr, value, flags);
 }
 
 void emuWriteValue32(uint32_t *addr, uint32_t value)

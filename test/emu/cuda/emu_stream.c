@@ -346,74 +346,70 @@ CUresult cuStreamQuery(CUstream hStream)
     return rc;
 }
 
+/* emu_stream_get() for a query that writes to `out`: INVALID_VALUE (nothing held) when it is NULL.
+ */
+static CUresult emu_stream_get_for(CUstream hStream, const void *out, struct CUstream_st **s)
+{
+    CUresult rc = emu_stream_get(hStream, s);
+    if (rc || out)
+        return rc;
+    emu_stream_put(*s);
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
 CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
 {
     struct CUstream_st *s;
-    CUresult rc = emu_stream_get(hStream, &s);
+    CUresult rc = emu_stream_get_for(hStream, pctx, &s);
     if (rc)
         return rc;
-    if (pctx)
-        *pctx = s->ctx;
-    else
-        rc = CUDA_ERROR_INVALID_VALUE;
+    *pctx = s->ctx;
     emu_stream_put(s);
-    return rc;
+    return CUDA_SUCCESS;
 }
 
 CUresult cuStreamGetDevice(CUstream hStream, CUdevice *device)
 {
     struct CUstream_st *s;
-    CUresult rc = emu_stream_get(hStream, &s);
+    CUresult rc = emu_stream_get_for(hStream, device, &s);
     if (rc)
         return rc;
-    if (device)
-        *device = s->ctx->dev;
-    else
-        rc = CUDA_ERROR_INVALID_VALUE;
+    *device = s->ctx->dev;
     emu_stream_put(s);
-    return rc;
+    return CUDA_SUCCESS;
 }
 
 CUresult cuStreamGetFlags(CUstream hStream, unsigned int *flags)
 {
     struct CUstream_st *s;
-    CUresult rc = emu_stream_get(hStream, &s);
+    CUresult rc = emu_stream_get_for(hStream, flags, &s);
     if (rc)
         return rc;
-    if (flags)
-        *flags = s->flags;
-    else
-        rc = CUDA_ERROR_INVALID_VALUE;
+    *flags = s->flags;
     emu_stream_put(s);
-    return rc;
+    return CUDA_SUCCESS;
 }
 
 CUresult cuStreamGetPriority(CUstream hStream, int *priority)
 {
     struct CUstream_st *s;
-    CUresult rc = emu_stream_get(hStream, &s);
+    CUresult rc = emu_stream_get_for(hStream, priority, &s);
     if (rc)
         return rc;
-    if (priority)
-        *priority = s->priority;
-    else
-        rc = CUDA_ERROR_INVALID_VALUE;
+    *priority = s->priority;
     emu_stream_put(s);
-    return rc;
+    return CUDA_SUCCESS;
 }
 
 CUresult cuStreamGetId(CUstream hStream, unsigned long long *streamId)
 {
     struct CUstream_st *s;
-    CUresult rc = emu_stream_get(hStream, &s);
+    CUresult rc = emu_stream_get_for(hStream, streamId, &s);
     if (rc)
         return rc;
-    if (streamId)
-        *streamId = s->id;
-    else
-        rc = CUDA_ERROR_INVALID_VALUE;
+    *streamId = s->id;
     emu_stream_put(s);
-    return rc;
+    return CUDA_SUCCESS;
 }
 
 /* ---- capture ---------------------------------------------------------------------------- */

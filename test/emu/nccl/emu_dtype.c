@@ -161,8 +161,9 @@ uint8_t emu_double_to_e5m2(double d)
 #define EMU_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define EMU_MIN(a, b) ((a) < (b) ? (a) : (b))
 
-/* Integers: T is the element type, U the unsigned type used for wrap-around arithmetic. */
-#define EMU_REDUCE_INT(T, U)                                                                       \
+/* T is the element type, U the type sums and products are taken in: the unsigned type of the same
+ * width for integers (wrap-around arithmetic), T itself for float and double. */
+#define EMU_REDUCE(T, U)                                                                           \
     do {                                                                                           \
         T *d = dst;                                                                                \
         const T *x = acc, *y = own;                                                                \
@@ -179,27 +180,6 @@ uint8_t emu_double_to_e5m2(double d)
                 break;                                                                             \
             default:                                                                               \
                 d[i] = (T)((U)x[i] + (U)y[i]);                                                     \
-            }                                                                                      \
-        }                                                                                          \
-    } while (0)
-
-#define EMU_REDUCE_FLOAT(T)                                                                        \
-    do {                                                                                           \
-        T *d = dst;                                                                                \
-        const T *x = acc, *y = own;                                                                \
-        for (size_t i = 0; i < count; i++) {                                                       \
-            switch (op) {                                                                          \
-            case ncclProd:                                                                         \
-                d[i] = x[i] * y[i];                                                                \
-                break;                                                                             \
-            case ncclMax:                                                                          \
-                d[i] = EMU_MAX(x[i], y[i]);                                                        \
-                break;                                                                             \
-            case ncclMin:                                                                          \
-                d[i] = EMU_MIN(x[i], y[i]);                                                        \
-                break;                                                                             \
-            default:                                                                               \
-                d[i] = x[i] + y[i];                                                                \
             }                                                                                      \
         }                                                                                          \
     } while (0)
@@ -232,28 +212,28 @@ void emu_reduce(void *dst, const void *acc, const void *own, size_t count, int d
 {
     switch (dtype) {
     case ncclInt8:
-        EMU_REDUCE_INT(int8_t, uint8_t);
+        EMU_REDUCE(int8_t, uint8_t);
         break;
     case ncclUint8:
-        EMU_REDUCE_INT(uint8_t, uint8_t);
+        EMU_REDUCE(uint8_t, uint8_t);
         break;
     case ncclInt32:
-        EMU_REDUCE_INT(int32_t, uint32_t);
+        EMU_REDUCE(int32_t, uint32_t);
         break;
     case ncclUint32:
-        EMU_REDUCE_INT(uint32_t, uint32_t);
+        EMU_REDUCE(uint32_t, uint32_t);
         break;
     case ncclInt64:
-        EMU_REDUCE_INT(int64_t, uint64_t);
+        EMU_REDUCE(int64_t, uint64_t);
         break;
     case ncclUint64:
-        EMU_REDUCE_INT(uint64_t, uint64_t);
+        EMU_REDUCE(uint64_t, uint64_t);
         break;
     case ncclFloat32:
-        EMU_REDUCE_FLOAT(float);
+        EMU_REDUCE(float, float);
         break;
     case ncclFloat64:
-        EMU_REDUCE_FLOAT(double);
+        EMU_REDUCE(double, double);
         break;
     case ncclFloat16:
         EMU_REDUCE_NARROW(uint16_t, emu_half_to_double, emu_double_to_half);

@@ -153,14 +153,15 @@ int emu_accept(int lfd, int64_t timeout_ms)
     return fd;
 }
 
-int emu_send_all(int fd, const void *buf, size_t len, int64_t timeout_ms)
+/* Sends (events == POLLOUT) or receives all len bytes at p, waiting up to timeout_ms whenever the
+ * socket is not ready. p is only written when receiving. */
+static int sock_all(int fd, char *p, size_t len, short events, int64_t timeout_ms)
 {
-    const char *p = buf;
-
     while (len) {
-        ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        ssize_t n = events == POLLOUT ? send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT)
+                                      : recv(fd, p, len, MSG_DONTWAIT);
         if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-            if (wait_fd(fd, POLLOUT, timeout_ms) < 0)
+            if (wait_fd(fd, events, timeout_ms) < 0)
                 return -1;
             continue;
         }
@@ -172,23 +173,14 @@ int emu_send_all(int fd, const void *buf, size_t len, int64_t timeout_ms)
     return 0;
 }
 
+int emu_send_all(int fd, const void *buf, size_t len, int64_t timeout_ms)
+{
+    return sock_all(fd, (char *)buf, len, POLLOUT, timeout_ms);
+}
+
 int emu_recv_all(int fd, void *buf, size_t len, int64_t timeout_ms)
 {
-    char *p = buf;
-
-    while (len) {
-        ssize_t n = recv(fd, p, len, MSG_DONTWAIT);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-            if (wait_fd(fd, POLLIN, timeout_ms) < 0)
-                return -1;
-            continue;
-        }
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
+    return sock_all(fd, buf, len, POLLIN, timeout_ms);
 }
 
 /* Advances x by n bytes. */
