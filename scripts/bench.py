@@ -45,9 +45,13 @@ def parse_args():
     ap.add_argument("--emu-args", default="--scale 0.5 --elements-scale 0.05",
                     help="extra prophet-emu arguments (time and size scales: 2 cores host many ranks)")
     ap.add_argument("--timeout", type=int, default=600)
+    ap.add_argument("--check-speedup", type=float, default=0.0, metavar="X",
+                    help="exit 1 unless the default policy (optimal) is at least X times as fast as "
+                         "no preload in every per-tensor row (CI: 1.0, i.e. never slower)")
     a = ap.parse_args()
     if a.quick:
-        a.profiles, a.ranks, a.bandwidths, a.modes = "vgg16", "4", "1Gbit", "ddp,per-tensor"
+        a.profiles, a.ranks, a.bandwidths, a.modes = "resnet50", "4", "1Gbit", "per-tensor"
+        a.policies = "passthrough,optimal"
         a.iters, a.warmup = 70, 50
     return a
 
@@ -202,6 +206,15 @@ def main():
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f, indent=1)
+    if a.check_speedup > 0:
+        bad = [r for r in rows if r["mode"] == "per-tensor" and "optimal" in r["speedup_vs_none"]
+               and r["speedup_vs_none"]["optimal"] < a.check_speedup]
+        for r in bad:
+            print(f'bench: FAIL {r["profile"]} n={r["ranks"]} {r["bw"]}: optimal speedup '
+                  f'{r["speedup_vs_none"]["optimal"]:.2f} < {a.check_speedup}', file=sys.stderr)
+        if bad:
+            sys.exit(1)
+        print(f"bench: check passed (optimal at least {a.check_speedup}x as fast as no preload)")
 
 
 if __name__ == "__main__":
