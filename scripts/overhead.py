@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""The preload's cost, two ways (docs/benchmarks.md, "Overhead").
+
+1. Host nanoseconds added per ncclAllReduce call: build/bin/prophet-bench-overhead (1 rank,
+   emulated NCCL, so the NCCL work itself is trivial) — direct, PROPHET_DISABLE=1, call mode
+   (passthrough, observed), block mode (scheduled).
+2. The preload's CPU time per iteration: the CPU time (user + system, every rank process) of the
+   same emulated job without the preload and with it in call mode, where NCCL does exactly the
+   same work, divided by iterations x ranks. Repeated, medians reported.
+
+  scripts/overhead.py [--build build] [--runs 5] [--ranks 4] [--iters 60] [--profile resnet50]
+"""
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def cpu_run(a, extra_env):
+    env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(a.build, "lib", "emu"),
+               EMU_NCCL_BW="1Gbit", EMU_NCCL_LATENCY_US="300", **extra_env)
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tf:
+        out = tf.name
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    p = subprocess.run([os.path.join(a.build, "bin", "prophet-emu"), "--ranks", str(a.ranks),
+                        "--profile", os.path.join(ROOT, "profiles", a.profile + ".json"),
+                        "--mode", "per-tensor", "--iters", str(a.iters), "--scale", "0.5",
+                        "--elements-scale", "0.05", "--json", out, "--quiet"],
+                       env=env, capture_output=True, text=True, timeout=600)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if p.returncode != 0:
+        sys.exit(f"overhead: prophet-emu failed: {p.stderr[-1500:]}")
+    with open(out) as f:
+        calls = json.load(f)["calls_per_iter"]
+    os.unlink(out)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return cpu / (a.iters * a.ranks) * 1e6, calls  # us per iteration per rank
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--ranks", type=int, default=4)
+    ap.add_argument("--iters", type=int, default=60)
+    ap.add_argument("--profile", default="resnet50")
+    a = ap.parse_args()
+
+    print("1. host time added per ncclAllReduce call (prophet-bench-overhead --iters 3000)\n")
+    b = subprocess.run([os.path.join(a.build, "bin", "prophet-bench-overhead"), "--iters", "3000"],
+                       capture_output=True, text=True, timeout=600)
+    print(b.stdout.strip() or b.stderr.strip())
+
+    lib = os.path.join(a.build, "lib", "libprophet.so")
+    base, call = [], []
+    for _ in range(a.runs):
+        u, calls = cpu_run(a, {})
+        base.append(u)
+        u, _ = cpu_run(a, {"LD_PRELOAD": lib, "PROPHET_GATE": "call"})
+        call.append(u)
+    mb, mc = statistics.median(base), statistics.median(call)
+    print(f"\n2. CPU time per iteration per rank, {a.profile} per-tensor ({calls} calls), {a.ranks} ranks, "
+          f"{a.iters} iterations, median of {a.runs} runs\n")
+    print(f"   without the preload      {mb:9.0f} us  (runs: {', '.join(f'{x:.0f}' for x in base)})")
+    print(f"   with it (call mode)      {mc:9.0f} us  (runs: {', '.join(f'{x:.0f}' for x in call)})")
+    print(f"   the preload's share      {mc - mb:9.0f} us per iteration = {(mc - mb) / calls:.2f} us per call "
+          f"({(mc - mb) / mb * 100:+.1f}%)")
+
+
+if __name__ == "__main__":
+    main()
