@@ -76,6 +76,8 @@ def run_emu(a, profile, ranks, bw, mode, policy):
     cmd = [emu, "--ranks", str(ranks), "--profile", os.path.join(ROOT, "profiles", profile + ".json"),
            "--mode", mode, "--iters", str(a.iters), "--warmup", str(a.warmup), "--wait", "all",
            "--json", out, "--quiet"] + a.emu_args.split()
+    if mode == "ddp":
+        cmd.append("--bucket-view")  # DDP with gradient_as_bucket_view=True: safe in block mode
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=a.timeout)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} (policy {policy}) failed rc={p.returncode}:\n{p.stderr[-2000:]}")
