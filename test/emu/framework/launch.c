@@ -50,11 +50,27 @@ static int reap(int rank, int status)
     return 1;
 }
 
-static int wait_all(const struct emu_options *opt, pid_t *pids, int *alive)
+/* --kill-rank: how long after the deliberate kill rank r exited (printed and kept for the JSON). */
+static void note_exit_after_kill(const struct emu_options *opt, struct emu_shared *sh, int r)
+{
+    uint64_t k = atomic_load(&sh->kill_ns);
+
+    if (opt->kill_rank < 0 || r == opt->kill_rank || !k)
+        return;
+    sh->exit_after_kill_s[r] = now_s() - (double)k / 1e9;
+    fprintf(stderr, "prophet-emu: rank %d exited %.3f s after rank %d was killed\n", r,
+            sh->exit_after_kill_s[r], opt->kill_rank);
+}
+
+static int wait_all(const struct emu_options *opt, struct emu_shared *sh, pid_t *pids, int *alive)
 {
     int n = opt->ranks, left = n, failed = 0, killed = 0, timed_out = 0;
+    /* --kill-rank: the survivors must fail on their own; no grace kill, only --timeout */
+    int fault = opt->kill_rank >= 0;
     double start = now_s(), grace_end = 0;
 
+    for (int r = 0; r < n; r++)
+        sh->exit_after_kill_s[r] = -1;
     while (left > 0) {
         int status;
         pid_t pid = waitpid(-1, &status, WNOHANG);
@@ -64,13 +80,18 @@ static int wait_all(const struct emu_options *opt, pid_t *pids, int *alive)
                 continue;
             alive[r] = 0;
             left--;
+            if (!killed)
+                note_exit_after_kill(opt, sh, r);
             if (!killed && reap(r, status) && !failed++)
                 grace_end = now_s() + EMU_GRACE_S;
             continue;
         }
         if (pid < 0 && errno != EINTR && errno != ECHILD)
             break;
-        if (!killed && failed && now_s() > grace_end) {
+        if (fault && !killed && left == 1 && alive[opt->kill_rank] &&
+            atomic_load(&sh->kill_ns)) /* --kill-signal STOP: the others are done */
+            kill(pids[opt->kill_rank], SIGKILL);
+        if (!killed && failed && !fault && now_s() > grace_end) {
             fprintf(stderr, "prophet-emu: killing the %d remaining rank(s) after a failure\n",
                     left);
             kill_all(pids, alive, n);
@@ -81,7 +102,7 @@ static int wait_all(const struct emu_options *opt, pid_t *pids, int *alive)
                     left);
             kill_all(pids, alive, n);
             killed = 1;
-            timed_out = !failed;
+            timed_out = !failed || fault;
         }
         usleep(2000);
     }
@@ -90,8 +111,21 @@ static int wait_all(const struct emu_options *opt, pid_t *pids, int *alive)
     return failed ? EMU_EXIT_FAIL : EMU_EXIT_OK;
 }
 
-int emu_launch(const struct emu_options *opt, const struct emu_profile *prof, struct emu_shared *sh,
-               const ncclUniqueId *id)
+/* After the forks: the unique id for the ranks (the emulated NCCL starts its root thread here). */
+static int publish_id(struct emu_shared *sh)
+{
+    ncclResult_t nrc = ncclGetUniqueId(&sh->id);
+
+    if (nrc != ncclSuccess) {
+        fprintf(stderr, "prophet-emu: ncclGetUniqueId failed: %s\n", ncclGetErrorString(nrc));
+        atomic_store(&sh->id_state, -1);
+        return -1;
+    }
+    atomic_store(&sh->id_state, 1);
+    return 0;
+}
+
+int emu_launch(const struct emu_options *opt, const struct emu_profile *prof, struct emu_shared *sh)
 {
     pid_t pids[EMU_MAX_RANKS] = {0};
     int alive[EMU_MAX_RANKS] = {0};
@@ -107,12 +141,13 @@ int emu_launch(const struct emu_options *opt, const struct emu_profile *prof, st
             return EMU_EXIT_FAIL;
         }
         if (pid == 0) {
-            int code = emu_rank_main(opt, prof, sh, id, r);
+            int code = emu_rank_main(opt, prof, sh, r);
             fflush(NULL);
             _exit(code);
         }
         pids[r] = pid;
         alive[r] = 1;
     }
-    return wait_all(opt, pids, alive);
+    publish_id(sh); /* on failure the ranks exit 1 */
+    return wait_all(opt, sh, pids, alive);
 }

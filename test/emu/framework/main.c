@@ -14,8 +14,6 @@ int main(int argc, char **argv)
     struct emu_options opt;
     struct emu_profile prof;
     struct emu_shared *sh = NULL;
-    ncclUniqueId id;
-    ncclResult_t nrc;
     int code, ok;
 
     code = emu_options_parse(argc, argv, &opt);
@@ -36,14 +34,8 @@ int main(int argc, char **argv)
         code = EMU_EXIT_FAIL;
         goto out;
     }
-    /* The parent makes no CUDA call: the id is all it needs before forking the ranks. */
-    nrc = ncclGetUniqueId(&id);
-    if (nrc != ncclSuccess) {
-        fprintf(stderr, "prophet-emu: ncclGetUniqueId failed: %s\n", ncclGetErrorString(nrc));
-        code = EMU_EXIT_FAIL;
-        goto out;
-    }
-    code = emu_launch(&opt, &prof, sh, &id);
+    /* The parent makes no CUDA call; it makes the unique id after forking (see launch.c). */
+    code = emu_launch(&opt, &prof, sh);
     ok = code == EMU_EXIT_OK;
     for (int r = 0; ok && r < opt.ranks; r++)
         ok = sh->result[r].finished && sh->result[r].ok;

@@ -227,8 +227,13 @@ static int copy_back(struct emu_rank *r, size_t i, int iter)
     if (b->copied_back)
         return 0;
     b->copied_back = 1;
+    /* --bucket-view: the job reads gradients only after the iteration's last bucket (its end
+     * event is after every earlier bucket's on the FIFO process-group stream) */
+    if (r->opt->bucket_view)
+        b = &L->b[L->nb - 1];
     if (emu_compute_wait(r, b->end[emu_parity(iter)]))
         return -1;
+    b = &L->b[i];
     for (size_t k = b->first; k < b->first + b->n; k++) {
         size_t g = L->order[k];
         if (emu_cu(r,

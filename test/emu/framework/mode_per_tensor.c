@@ -42,6 +42,8 @@ static int per_tensor_ready(struct emu_rank *r, size_t g)
 {
     struct per_tensor *m = r->mode;
 
+    if (emu_grad_dropped(r, r->iter, g))
+        return 0; /* --change-at-iter: this gradient is frozen from now on */
     if (emu_cu(r, cuEventRecord(m->ready[g], r->compute), "cuEventRecord") ||
         emu_cu(r, cuStreamWaitEvent(m->pg, m->ready[g], 0), "cuStreamWaitEvent") ||
         emu_allreduce(r, r->iter, r->grad[g], r->grad[g], r->count[g], m->pg) ||

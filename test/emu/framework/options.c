@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,9 +28,10 @@ static const char usage_text[] =
     "    NCCL interposer (libprophet.so) can be tested end to end without a GPU.\n"
     "\n"
     "MODEL\n"
-    "    The parent reads the profile, calls ncclGetUniqueId and forks the N ranks (before any\n"
-    "    CUDA call). Rank r: cuInit, primary context of device r mod count, a compute stream,\n"
-    "    ncclCommInitRank, one device buffer per gradient. Per iteration:\n"
+    "    The parent reads the profile, forks the N ranks (before any CUDA call and before any\n"
+    "    thread exists), then calls ncclGetUniqueId and hands the id to the ranks. Rank r:\n"
+    "    cuInit, primary context of device r mod count, a compute stream, ncclCommInitRank,\n"
+    "    one device buffer per gradient. Per iteration:\n"
     "      forward   one kernel per layer in forward order (reverse of backward order);\n"
     "                forward_us is split over the layers like the backward gaps.\n"
     "      backward  for gradient g in backward order a kernel that ends at ready_us[g] after\n"
@@ -73,6 +75,10 @@ static const char usage_text[] =
     "                         the same while the bytes shrink (default 1.0; 0 < E <= 1).\n"
     "    --bucket-mb M        DDP bucket size in MiB (default 25)\n"
     "    --first-bucket-mb M  DDP first bucket size in MiB (default 1)\n"
+    "    --bucket-view        DDP with gradient_as_bucket_view=True and a job that reads the\n"
+    "                         gradients only after backward: every bucket's results are read\n"
+    "                         (copied back) after the end event of the iteration's last bucket,\n"
+    "                         not right after its own (default: DDP's copy-back per bucket)\n"
     "    --fusion-mb M        Horovod fusion threshold in MiB (default 64)\n"
     "    --cycle-ms C         Horovod cycle time in ms before --scale (default 1)\n"
     "    --host-sync-at G     after issuing the all-reduce that covers gradient index G (backward\n"
@@ -87,6 +93,31 @@ static const char usage_text[] =
     "                         produces in iteration 1 (iteration 0 when there is only one), so\n"
     "                         the ranks must report a wrong result: a test of the checker\n"
     "                         (default off)\n"
+    "    --kill-rank R        rank R kills itself with SIGKILL in the middle of the backward\n"
+    "                         pass of iteration --kill-at-iter (after issuing the all-reduces\n"
+    "                         of the first half of the gradients): a fault test. The other\n"
+    "                         ranks must then fail on their own (an NCCL error); the parent\n"
+    "                         does not kill them after the usual 2 s grace but waits up to\n"
+    "                         --timeout, prints how long each one took after the kill and\n"
+    "                         puts it in the JSON (\"kill\"). Exit status 1 when every other\n"
+    "                         rank failed, 3 when one hung until --timeout (default off)\n"
+    "    --kill-at-iter I     the iteration of --kill-rank (default 1)\n"
+    "    --kill-signal KILL|STOP  the signal of --kill-rank: KILL (the process dies and its\n"
+    "                         sockets close) or STOP (it hangs with its sockets open, so the\n"
+    "                         others can only notice by a timeout such as EMU_NCCL_TIMEOUT_MS;\n"
+    "                         the parent kills it once every other rank has exited)\n"
+    "                         (default KILL)\n"
+    "    --change-at-iter I   per-tensor mode only: from iteration I on every rank stops\n"
+    "                         all-reducing (and checking) the middle gradient (index n/2), as a\n"
+    "                         job that freezes a layer does, so the call sequence changes in\n"
+    "                         the middle of the run (default off)\n"
+    "    --jitter-us J        before each all-reduce call the host sleeps a random time in\n"
+    "                         [0, J] us, drawn from a generator seeded by --seed and the rank,\n"
+    "                         so every rank's timing differs (default 0: off)\n"
+    "    --rss W              sample each rank's resident memory (/proc/self/statm) and\n"
+    "                         malloc's bytes in use (mallinfo2) after iteration W and after\n"
+    "                         the last iteration (before teardown); printed per rank and in\n"
+    "                         the JSON (\"rss\") (default off)\n"
     "    --seed X             seed of the gradient values (default 1)\n"
     "    --timeout SEC        kill every rank and exit 3 if the run lasts longer (default 300)\n"
     "    --quiet              no summary line on stdout\n"
@@ -103,7 +134,11 @@ static const char usage_text[] =
     "\"iteration_max_us\",\n"
     "    \"median_us\", \"mean_us\", \"median_max_us\", \"calls_per_iter\", \"bytes_per_iter\" "
     "(last\n"
-    "    iteration, rank 0), \"ok\"}. Errors go to stderr, one line each, prefixed\n"
+    "    iteration, rank 0), \"ok\"}, plus \"kill\" {\"rank\", \"iter\", \"survivor_exit_s\"\n"
+    "    (per rank, -1 for the killed one), \"max_survivor_exit_s\", \"survivors_failed\"} with\n"
+    "    --kill-rank and \"rss\" {\"at_iter\", \"warm_kb\", \"end_kb\", \"heap_warm_kb\",\n"
+    "    \"heap_end_kb\" (per rank), \"max_heap_growth_kb\",\n"
+    "    \"max_growth_kb\"} with --rss. Errors go to stderr, one line each, prefixed\n"
     "    'prophet-emu:' or 'prophet-emu: rank R:'; a wrong element is reported with rank,\n"
     "    iteration, gradient name, element index, expected and received values.\n"
     "\n"
@@ -161,11 +196,18 @@ enum {
     OPT_ELEMENTS_SCALE,
     OPT_BUCKET_MB,
     OPT_FIRST_BUCKET_MB,
+    OPT_BUCKET_VIEW,
     OPT_FUSION_MB,
     OPT_CYCLE_MS,
     OPT_HOST_SYNC_AT,
     OPT_MISMATCH_RANK,
     OPT_CORRUPT_RANK,
+    OPT_KILL_RANK,
+    OPT_KILL_AT_ITER,
+    OPT_KILL_SIGNAL,
+    OPT_CHANGE_AT_ITER,
+    OPT_JITTER_US,
+    OPT_RSS,
     OPT_SEED,
     OPT_TIMEOUT,
     OPT_QUIET,
@@ -184,11 +226,18 @@ static const struct option long_opts[] = {
     {"elements-scale", required_argument, NULL, OPT_ELEMENTS_SCALE},
     {"bucket-mb", required_argument, NULL, OPT_BUCKET_MB},
     {"first-bucket-mb", required_argument, NULL, OPT_FIRST_BUCKET_MB},
+    {"bucket-view", no_argument, NULL, OPT_BUCKET_VIEW},
     {"fusion-mb", required_argument, NULL, OPT_FUSION_MB},
     {"cycle-ms", required_argument, NULL, OPT_CYCLE_MS},
     {"host-sync-at", required_argument, NULL, OPT_HOST_SYNC_AT},
     {"mismatch-rank", required_argument, NULL, OPT_MISMATCH_RANK},
     {"corrupt-rank", required_argument, NULL, OPT_CORRUPT_RANK},
+    {"kill-rank", required_argument, NULL, OPT_KILL_RANK},
+    {"kill-at-iter", required_argument, NULL, OPT_KILL_AT_ITER},
+    {"kill-signal", required_argument, NULL, OPT_KILL_SIGNAL},
+    {"change-at-iter", required_argument, NULL, OPT_CHANGE_AT_ITER},
+    {"jitter-us", required_argument, NULL, OPT_JITTER_US},
+    {"rss", required_argument, NULL, OPT_RSS},
     {"seed", required_argument, NULL, OPT_SEED},
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"quiet", no_argument, NULL, OPT_QUIET},
@@ -251,6 +300,12 @@ static void set_defaults(struct emu_options *o)
     o->host_sync_at = -1;
     o->mismatch_rank = -1;
     o->corrupt_rank = -1;
+    o->kill_rank = -1;
+    o->kill_at_iter = 1;
+    o->kill_signal = SIGKILL;
+    o->change_at_iter = -1;
+    o->jitter_us = 0.0;
+    o->rss_at = -1;
     o->seed = 1;
     o->timeout_s = 300.0;
 }
@@ -335,6 +390,40 @@ static int parse_one(int c, const char *arg, struct emu_options *o)
             return 2;
         o->corrupt_rank = (int)v;
         return 0;
+    case OPT_KILL_RANK:
+        if (parse_long(name, arg, 0, EMU_MAX_RANKS - 1, &v))
+            return 2;
+        o->kill_rank = (int)v;
+        return 0;
+    case OPT_KILL_AT_ITER:
+        if (parse_long(name, arg, 0, EMU_MAX_ITERS - 1, &v))
+            return 2;
+        o->kill_at_iter = (int)v;
+        return 0;
+    case OPT_KILL_SIGNAL:
+        if (!strcmp(arg, "KILL"))
+            o->kill_signal = SIGKILL;
+        else if (!strcmp(arg, "STOP"))
+            o->kill_signal = SIGSTOP;
+        else
+            return bad(name, arg, "expected KILL or STOP");
+        return 0;
+    case OPT_CHANGE_AT_ITER:
+        if (parse_long(name, arg, 0, EMU_MAX_ITERS - 1, &v))
+            return 2;
+        o->change_at_iter = (int)v;
+        return 0;
+    case OPT_JITTER_US:
+        if (!strcmp(arg, "0")) {
+            o->jitter_us = 0.0;
+            return 0;
+        }
+        return parse_double(name, arg, 0.0, 1000000.0, &o->jitter_us) ? 2 : 0;
+    case OPT_RSS:
+        if (parse_long(name, arg, 0, EMU_MAX_ITERS - 1, &v))
+            return 2;
+        o->rss_at = (int)v;
+        return 0;
     case OPT_SEED: {
         char *end;
         errno = 0;
@@ -348,6 +437,9 @@ static int parse_one(int c, const char *arg, struct emu_options *o)
         return parse_double(name, arg, 0.0, 86400.0, &o->timeout_s) ? 2 : 0;
     case OPT_QUIET:
         o->quiet = 1;
+        return 0;
+    case OPT_BUCKET_VIEW:
+        o->bucket_view = 1;
         return 0;
     }
     return 2;
@@ -382,6 +474,29 @@ static int check_required(const struct emu_options *o)
     if (o->mismatch_rank >= 0 && o->warmup + o->iters < 2) {
         fprintf(stderr, "prophet-emu: --mismatch-rank needs at least 2 iterations "
                         "(--warmup + --iters)\n");
+        return 2;
+    }
+    if (o->kill_rank >= o->ranks || (o->kill_rank >= 0 && o->ranks < 2)) {
+        fprintf(stderr, "prophet-emu: --kill-rank %d: must be below --ranks %d (at least 2)\n",
+                o->kill_rank, o->ranks);
+        return 2;
+    }
+    if (o->kill_rank >= 0 && o->kill_at_iter >= o->warmup + o->iters) {
+        fprintf(stderr, "prophet-emu: --kill-at-iter %d: the run has %d iterations\n",
+                o->kill_at_iter, o->warmup + o->iters);
+        return 2;
+    }
+    if (o->bucket_view && o->mode != EMU_MODE_DDP) {
+        fprintf(stderr, "prophet-emu: --bucket-view needs --mode ddp\n");
+        return 2;
+    }
+    if (o->change_at_iter >= 0 && o->mode != EMU_MODE_PER_TENSOR) {
+        fprintf(stderr, "prophet-emu: --change-at-iter needs --mode per-tensor\n");
+        return 2;
+    }
+    if (o->rss_at >= 0 && o->rss_at >= o->warmup + o->iters) {
+        fprintf(stderr, "prophet-emu: --rss %d: the run has %d iterations\n", o->rss_at,
+                o->warmup + o->iters);
         return 2;
     }
     if ((long)o->warmup + o->iters > EMU_MAX_ITERS) {

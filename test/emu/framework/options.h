@@ -30,12 +30,19 @@ struct emu_options {
     double scale;          /* multiplies every modelled time */
     double elements_scale; /* multiplies every tensor's elements and the byte thresholds */
     double bucket_mb;
+    int bucket_view; /* DDP: results read only after the iteration's last bucket */
     double first_bucket_mb;
     double fusion_mb;
     double cycle_ms;
     long host_sync_at; /* gradient index, -1 = off */
     int mismatch_rank; /* -1 = off */
     int corrupt_rank;  /* -1 = off */
+    int kill_rank;     /* -1 = off: this rank SIGKILLs itself mid-backward of kill_at_iter */
+    int kill_at_iter;
+    int kill_signal;    /* SIGKILL (the process dies, sockets close) or SIGSTOP (it hangs) */
+    int change_at_iter; /* -1 = off: from this iteration on the middle gradient is dropped */
+    double jitter_us;   /* 0 = off: random host delay in [0, jitter_us] before each all-reduce */
+    int rss_at;         /* -1 = off: sample RSS after this iteration and at the end */
     uint64_t seed;
     double timeout_s;
     int quiet;

@@ -3,12 +3,15 @@
 #include "rank.h"
 
 #include <errno.h>
+#include <malloc.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "emu_cuda.h"
 
@@ -97,12 +100,48 @@ uint64_t emu_threshold_bytes(const struct emu_rank *r, double mib)
     return b < 4.0 ? 4 : (uint64_t)b;
 }
 
+int emu_grad_dropped(const struct emu_rank *r, int iter, size_t g)
+{
+    return r->opt->change_at_iter >= 0 && iter >= r->opt->change_at_iter && g == r->ngrad / 2;
+}
+
+static uint64_t mono_ns(void);
+
+void emu_maybe_kill(struct emu_rank *r, size_t g)
+{
+    int stop = r->opt->kill_signal == SIGSTOP;
+
+    if (r->rank != r->opt->kill_rank || r->iter != r->opt->kill_at_iter || g != r->ngrad / 2)
+        return;
+    fprintf(stderr, "prophet-emu: rank %d: --kill-rank: %s in iteration %d after gradient %zu\n",
+            r->rank, stop ? "SIGSTOP" : "SIGKILL", r->iter, g);
+    fflush(stderr);
+    atomic_store(&r->sh->kill_ns, mono_ns());
+    raise(r->opt->kill_signal);
+}
+
+/* --jitter-us: a random host delay in [0, J] us before an all-reduce call. */
+static void jitter(struct emu_rank *r)
+{
+    uint64_t x = r->jitter_state;
+
+    if (r->opt->jitter_us <= 0)
+        return;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    r->jitter_state = x;
+    x *= 2685821657736338717ull;
+    usleep((useconds_t)((double)(x >> 11) / 9007199254740992.0 * r->opt->jitter_us));
+}
+
 int emu_allreduce(struct emu_rank *r, int iter, CUdeviceptr send, CUdeviceptr recv, size_t count,
                   CUstream s)
 {
     int mismatch = r->rank == r->opt->mismatch_rank && iter == 1 && r->calls[iter] == 0;
     ncclResult_t rc;
 
+    jitter(r);
     r->calls[iter]++;
     r->bytes[iter] += count * sizeof(float);
     if (mismatch) {
@@ -195,6 +234,8 @@ static void check_gradient(struct emu_rank *r, int iter, size_t g, const float *
     uint64_t wrong = 0, first = 0;
     float want = 0, got = 0;
 
+    if (emu_grad_dropped(r, iter, g))
+        return; /* --change-at-iter: not all-reduced any more */
     for (uint64_t i = 0; i < r->count[g]; i++) {
         float e = r->sum_table[emu_value_key(r->opt->seed, iter, g, i)];
         if (d[i] != e) {
@@ -362,6 +403,7 @@ static int backward(struct emu_rank *r)
         if (launch_paced(r, &r->bwd_arg[g], "emuLaunchKernel (backward)") ||
             r->ops->grad_ready(r, g))
             return -1;
+        emu_maybe_kill(r, g);
     }
     if (r->tail_ns && launch_paced(r, &r->tail_arg, "emuLaunchKernel (backward tail)"))
         return -1;
@@ -392,16 +434,48 @@ static int run_iteration(struct emu_rank *r, double *us)
     return 0;
 }
 
+/* Resident set size in KiB from /proc/self/statm (second field, pages); 0 if unreadable. */
+static uint64_t rss_kb(void)
+{
+    unsigned long size = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+
+    if (!f)
+        return 0;
+    if (fscanf(f, "%lu %lu", &size, &resident) != 2)
+        resident = 0;
+    fclose(f);
+    return (uint64_t)resident * (uint64_t)sysconf(_SC_PAGESIZE) / 1024;
+}
+
+/* Bytes allocated with malloc and still in use (main arena and mmapped chunks), in KiB. */
+static uint64_t heap_kb(void)
+{
+    struct mallinfo2 mi = mallinfo2();
+
+    return (uint64_t)(mi.uordblks + mi.hblkhd) / 1024;
+}
+
 static int run_loop(struct emu_rank *r)
 {
     double *out = emu_shared_iter_us(r->sh, r->rank);
+    struct emu_rank_result *res = &r->sh->result[r->rank];
 
-    for (r->iter = 0; r->iter < r->total_iters; r->iter++)
+    for (r->iter = 0; r->iter < r->total_iters; r->iter++) {
         if (run_iteration(r, &out[r->iter]))
             return -1;
+        if (r->iter == r->opt->rss_at) {
+            res->rss_warm_kb = rss_kb();
+            res->heap_warm_kb = heap_kb();
+        }
+    }
     r->iter = r->total_iters - 1;
     if (r->opt->wait == EMU_WAIT_PER_LAYER && finish_all(r))
         return -1;
+    if (r->opt->rss_at >= 0) {
+        res->rss_end_kb = rss_kb();
+        res->heap_end_kb = heap_kb();
+    }
     return 0;
 }
 
@@ -429,10 +503,23 @@ static void teardown(struct emu_rank *r)
     pthread_mutex_destroy(&r->err_lock);
 }
 
-int emu_rank_main(const struct emu_options *opt, const struct emu_profile *prof,
-                  struct emu_shared *sh, const ncclUniqueId *id, int rank)
+/* The parent publishes the unique id after forking every rank; -1 if it could not make one. */
+static int wait_for_id(struct emu_shared *sh)
 {
-    struct emu_rank r = {0};
+    int st;
+
+    while ((st = atomic_load(&sh->id_state)) == 0)
+        usleep(500);
+    return st == 1 ? 0 : -1;
+}
+
+int emu_rank_main(const struct emu_options *opt, const struct emu_profile *prof,
+                  struct emu_shared *sh, int rank)
+{
+    /* static, not on the stack: after a failure the rank returns without tearing down, and the
+     * driver's stream threads may still run kernels that point at this state until the process
+     * exits (found by TSan as a SEGV in fill_gradient after an NCCL timeout) */
+    static struct emu_rank r;
     struct emu_rank_result *res = &sh->result[rank];
     int err = -1;
 
@@ -444,6 +531,10 @@ int emu_rank_main(const struct emu_options *opt, const struct emu_profile *prof,
     r.total_iters = opt->warmup + opt->iters;
     r.ngrad = prof->n;
     r.ops = mode_ops(opt->mode);
+    r.jitter_state =
+        (opt->seed ^ 0x9e3779b97f4a7c15ull) * 0xbf58476d1ce4e5b9ull + (uint64_t)rank + 1;
+    if (!r.jitter_state)
+        r.jitter_state = 1;
     pthread_mutex_init(&r.err_lock, NULL);
     /* Emulated kernels sleep; the default 50 us timer slack (inherited by the threads the
      * emulated driver starts) would add that much to every kernel. */
@@ -451,7 +542,8 @@ int emu_rank_main(const struct emu_options *opt, const struct emu_profile *prof,
 
     if (alloc_host(&r) || setup_cuda(&r))
         goto out;
-    if (emu_nccl(&r, ncclCommInitRank(&r.comm, r.nranks, *id, rank), "ncclCommInitRank"))
+    if (wait_for_id(sh) ||
+        emu_nccl(&r, ncclCommInitRank(&r.comm, r.nranks, sh->id, rank), "ncclCommInitRank"))
         goto out;
     if (r.ops->init(&r))
         goto out;

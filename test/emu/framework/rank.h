@@ -79,6 +79,8 @@ struct emu_rank {
     uint64_t *calls; /* per iteration, written by the thread that issues the calls */
     uint64_t *bytes;
 
+    uint64_t jitter_state; /* --jitter-us generator (xorshift64*), used by the calling thread */
+
     pthread_mutex_t err_lock;
     uint64_t nerr;
     char first_err[512];
@@ -87,9 +89,18 @@ struct emu_rank {
     void *mode; /* the mode's state */
 };
 
-/* Runs rank `rank` to the end; returns the process exit code. Called in the forked child. */
+/* Runs rank `rank` to the end; returns the process exit code. Called in the forked child; waits
+ * for the parent to publish the unique id in sh. */
 int emu_rank_main(const struct emu_options *opt, const struct emu_profile *prof,
-                  struct emu_shared *sh, const ncclUniqueId *id, int rank);
+                  struct emu_shared *sh, int rank);
+
+/* --change-at-iter: gradient g is no longer all-reduced nor checked in iteration `iter`. */
+int emu_grad_dropped(const struct emu_rank *r, int iter, size_t g);
+
+/* --kill-rank: called after the framework saw gradient g ready (its all-reduce issued or queued);
+ * the chosen rank records the time in shared memory and kills itself with SIGKILL in the middle of
+ * the chosen iteration. */
+void emu_maybe_kill(struct emu_rank *r, size_t g);
 
 /* Error helpers: print one line 'prophet-emu: rank R: ...' and return -1 on failure. */
 int emu_cu(struct emu_rank *r, CUresult rc, const char *what);

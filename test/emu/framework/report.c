@@ -2,6 +2,7 @@
 #include "report.h"
 
 #include <jansson.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,6 +69,79 @@ static json_t *array_of(const double *v, int n)
     return a;
 }
 
+/* --kill-rank: {"rank", "iter", "survivor_exit_s": [per rank, -1 = killed or not measured],
+ * "max_survivor_exit_s", "survivors_failed"}. */
+static json_t *kill_json(const struct emu_options *opt, const struct emu_shared *sh)
+{
+    json_t *a = json_array();
+    double mx = -1;
+    int failed = 0;
+
+    for (int r = 0; a && r < opt->ranks; r++) {
+        double v = sh->exit_after_kill_s[r];
+        json_array_append_new(a, json_real(v));
+        mx = v > mx ? v : mx;
+        failed += r != opt->kill_rank && sh->result[r].finished && !sh->result[r].ok;
+    }
+    return json_pack("{s:i, s:i, s:o, s:f, s:i}", "rank", opt->kill_rank, "iter", opt->kill_at_iter,
+                     "survivor_exit_s", a, "max_survivor_exit_s", mx, "survivors_failed", failed);
+}
+
+/* --rss: {"at_iter", "warm_kb", "end_kb", "heap_warm_kb", "heap_end_kb" (per rank),
+ * "max_growth_kb", "max_heap_growth_kb"}. */
+static json_t *kb_array(const struct emu_options *opt, const struct emu_shared *sh, size_t off)
+{
+    json_t *a = json_array();
+
+    for (int r = 0; a && r < opt->ranks; r++)
+        json_array_append_new(
+            a, json_integer((json_int_t) * (const uint64_t *)((const char *)&sh->result[r] + off)));
+    return a;
+}
+
+static long long max_growth(const struct emu_options *opt, const struct emu_shared *sh, size_t w,
+                            size_t e)
+{
+    long long mx = 0;
+
+    for (int r = 0; r < opt->ranks; r++) {
+        const char *x = (const char *)&sh->result[r];
+        long long g = (long long)*(const uint64_t *)(x + e) - (long long)*(const uint64_t *)(x + w);
+        mx = r == 0 || g > mx ? g : mx;
+    }
+    return mx;
+}
+
+static json_t *rss_json(const struct emu_options *opt, const struct emu_shared *sh)
+{
+    return json_pack(
+        "{s:i, s:o, s:o, s:o, s:o, s:I, s:I}", "at_iter", opt->rss_at, "warm_kb",
+        kb_array(opt, sh, offsetof(struct emu_rank_result, rss_warm_kb)), "end_kb",
+        kb_array(opt, sh, offsetof(struct emu_rank_result, rss_end_kb)), "heap_warm_kb",
+        kb_array(opt, sh, offsetof(struct emu_rank_result, heap_warm_kb)), "heap_end_kb",
+        kb_array(opt, sh, offsetof(struct emu_rank_result, heap_end_kb)), "max_growth_kb",
+        (json_int_t)max_growth(opt, sh, offsetof(struct emu_rank_result, rss_warm_kb),
+                               offsetof(struct emu_rank_result, rss_end_kb)),
+        "max_heap_growth_kb",
+        (json_int_t)max_growth(opt, sh, offsetof(struct emu_rank_result, heap_warm_kb),
+                               offsetof(struct emu_rank_result, heap_end_kb)));
+}
+
+static void print_rss(const struct emu_options *opt, const struct emu_shared *sh)
+{
+    for (int r = 0; r < opt->ranks; r++) {
+        const struct emu_rank_result *x = &sh->result[r];
+        fprintf(stderr,
+                "prophet-emu: rank %d rss after iteration %d: %llu KiB, at the end: %llu KiB "
+                "(%+lld KiB); malloc heap in use %llu KiB, at the end %llu KiB (%+lld KiB)\n",
+                r, opt->rss_at, (unsigned long long)x->rss_warm_kb,
+                (unsigned long long)x->rss_end_kb,
+                (long long)x->rss_end_kb - (long long)x->rss_warm_kb,
+                (unsigned long long)x->heap_warm_kb, (unsigned long long)x->heap_end_kb,
+                (long long)x->heap_end_kb - (long long)x->heap_warm_kb);
+    }
+}
+
 static int write_json(const struct emu_options *opt, const struct emu_profile *prof,
                       const struct emu_shared *sh, const struct emu_stats *s, int ok)
 {
@@ -83,6 +157,10 @@ static int write_json(const struct emu_options *opt, const struct emu_profile *p
                           opt->scale, "elements_scale", opt->elements_scale, "ok", ok);
     int err;
 
+    if (o && opt->kill_rank >= 0)
+        json_object_set_new(o, "kill", kill_json(opt, sh));
+    if (o && opt->rss_at >= 0)
+        json_object_set_new(o, "rss", rss_json(opt, sh));
     if (!o) {
         fprintf(stderr, "prophet-emu: cannot build the JSON summary\n");
         return -1;
@@ -121,6 +199,8 @@ int emu_report(const struct emu_options *opt, const struct emu_profile *prof,
                 opt->iters, s.median, s.mean, s.median_max,
                 (unsigned long long)sh->result[0].calls_per_iter,
                 (unsigned long long)sh->result[0].bytes_per_iter, ok ? "ok" : "FAILED");
+    if (opt->rss_at >= 0)
+        print_rss(opt, sh);
     if (opt->json)
         err = write_json(opt, prof, sh, &s, ok);
 out:

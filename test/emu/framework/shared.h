@@ -3,6 +3,7 @@
 #ifndef EMU_SHARED_H
 #define EMU_SHARED_H
 
+#include <nccl.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -13,6 +14,10 @@ struct emu_rank_result {
     int ok;
     uint64_t calls_per_iter; /* last iteration */
     uint64_t bytes_per_iter;
+    uint64_t rss_warm_kb;  /* --rss: resident memory after iteration W */
+    uint64_t rss_end_kb;   /* --rss: after the last iteration, before teardown */
+    uint64_t heap_warm_kb; /* --rss: bytes in use in malloc's heap (mallinfo2) at the same points */
+    uint64_t heap_end_kb;
 };
 
 /* Horovod negotiation, the emulated controller (Horovod does this over MPI/Gloo). Tensors are
@@ -34,9 +39,16 @@ struct emu_hvd_ctl {
 struct emu_shared {
     int ranks;
     int total_iters;
+    /* The parent forks the ranks first (while it has no thread, so that no lock of another thread
+     * is copied into a child, which an ASan/TSan runtime would need) and only then calls
+     * ncclGetUniqueId, whose emulation starts a rendezvous thread; the ranks wait for the id. */
+    ncclUniqueId id;
+    _Atomic int id_state; /* 0 = not yet, 1 = id is valid, -1 = ncclGetUniqueId failed */
     struct emu_rank_result result[EMU_MAX_RANKS];
     struct emu_hvd_ctl hvd;
-    double iter_us[]; /* [rank * total_iters + iteration] */
+    _Atomic uint64_t kill_ns; /* --kill-rank: CLOCK_MONOTONIC ns just before the SIGKILL */
+    double exit_after_kill_s[EMU_MAX_RANKS]; /* parent: rank exit - kill_ns; -1 = none */
+    double iter_us[];                        /* [rank * total_iters + iteration] */
 };
 
 struct emu_shared *emu_shared_create(int ranks, int total_iters);

@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""Fault tests that run prophet-emu (the emulated training job), with or without the preload.
+
+usage: fault_emu.py CASE BUILD PROFILE_DIR [key=value ...]
+  kill    a rank is killed (SIGKILL) or hangs (SIGSTOP) in the middle of an iteration: the other
+          ranks must fail with an NCCL error (exit 1, not the timeout's 3) within `bound` seconds
+  change  from iteration `at` on every rank drops the middle gradient: exact results, and with
+          the preload a plan for the old sequence, then 'learning again', then a plan for the new
+  jitter  a random host delay before every all-reduce, different per rank: exact, no hang
+  soak    many iterations with --rss: each rank's resident memory grows < `max_kb` after warm-up
+          and its malloc bytes in use (mallinfo2) < `max_heap_kb`
+Common keys: preload=0|1, gate=call|block, ranks, mode, iters, profile, scale, es (elements
+scale), env=VAR=VALUE,VAR=VALUE, extra=--opt,value (more prophet-emu arguments). Prints PASS or FAIL with the reason and the output's tail.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def fail(msg, out=""):
+    print("FAIL: " + msg)
+    if out:
+        lines = out.splitlines()
+        first = [l for l in lines if l.startswith(("prophet-emu:", "emu-nccl:", "prophet: WARN"))]
+        print("---- first error lines")
+        print("\n".join(first[:15]))
+        print("---- output (tail)")
+        print("\n".join(lines[-40:]))
+    sys.exit(1)
+
+
+def run_emu(build, profdir, kv, extra, timeout):
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = os.path.join(build, "lib", "emu")
+    if kv.get("preload", "1") == "1":
+        pre = os.path.join(build, "lib", "libprophet.so")
+        if env.get("FAULT_PRELOAD_PREFIX"):  # e.g. the ASan runtime, which must come first
+            pre = env["FAULT_PRELOAD_PREFIX"] + " " + pre
+        env["LD_PRELOAD"] = pre
+        env["PROPHET_GATE"] = kv.get("gate", "block")
+        env.setdefault("PROPHET_DEBUG", "INFO")
+    for item in filter(None, kv.get("env", "").split(",")):
+        k, _, v = item.partition("=")
+        env[k] = v
+    fd, js = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    cmd = [os.path.join(build, "bin", "prophet-emu"), "--ranks", kv.get("ranks", "4"),
+           "--mode", kv.get("mode", "per-tensor"), "--iters", kv.get("iters", "40"),
+           "--profile", os.path.join(profdir, kv.get("profile", "bert_base") + ".json"),
+           "--scale", kv.get("scale", "0.05"), "--elements-scale", kv.get("es", "0.01"),
+           "--timeout", str(timeout), "--quiet", "--json", js] + extra + \
+        [a for a in kv.get("extra", "").split(",") if a]
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       universal_newlines=True, timeout=timeout + 10)
+    dt = time.monotonic() - t0
+    try:
+        with open(js) as f:
+            j = json.load(f)
+    except (OSError, ValueError):
+        j = None
+    os.unlink(js)
+    # the preload's TRACE lines are many; keep the rest
+    out = "\n".join(l for l in p.stdout.splitlines() if not l.startswith("prophet: TRACE"))
+    return p.returncode, out, j, dt
+
+
+def check_summaries(kv, out):
+    """With the preload every rank prints its summary line at exit."""
+    if kv.get("preload", "1") != "1":
+        return
+    n = len(re.findall(r"prophet: INFO summary comm", out))
+    if n != int(kv.get("ranks", "4")):
+        fail("%d preload summary lines for %s ranks" % (n, kv.get("ranks", "4")), out)
+    if re.search(r"plan_rejects=[1-9]", out):
+        fail("a rank rejected an agreed plan", out)
+
+
+def case_kill(build, profdir, kv):
+    ranks = int(kv.get("ranks", "4"))
+    bound = float(kv.get("bound", "10"))
+    extra = ["--kill-rank", kv.get("rank", "1"), "--kill-at-iter", kv.get("at", "12"),
+             "--kill-signal", kv.get("signal", "KILL")]
+    rc, out, j, dt = run_emu(build, profdir, kv, extra, timeout=int(bound) + 30)
+    if rc == 3:
+        fail("a surviving rank hung until --timeout", out)
+    if rc != 1:
+        fail("prophet-emu exited %d, expected 1 (the survivors fail)" % rc, out)
+    if not j or "kill" not in j:
+        fail("no 'kill' object in the JSON", out)
+    k = j["kill"]
+    if k["survivors_failed"] != ranks - 1:
+        fail("%d of %d survivors failed on their own" % (k["survivors_failed"], ranks - 1), out)
+    errs = len(re.findall(r"prophet-emu: rank \d+: .*NCCL.*failed|prophet-emu: rank \d+: "
+                          r"ncclAllReduce failed", out))
+    if errs < ranks - 1:
+        fail("%d NCCL error lines for %d survivors" % (errs, ranks - 1), out)
+    mx = k["max_survivor_exit_s"]
+    if mx < 0:
+        fail("rank %s never reached its kill point: the run failed before it" % k["rank"], out)
+    if not 0 <= mx < bound:
+        fail("slowest survivor exited %.3f s after the kill; bound %.1f s" % (mx, bound), out)
+    print("kill (%s, %s): survivors failed %.3f s after the kill (max; bound %.1f s); run %.1f s"
+          % (kv.get("signal", "KILL"), kv.get("gate", "none") if kv.get("preload", "1") == "1"
+             else "no preload", mx, bound, dt))
+
+
+def case_change(build, profdir, kv):
+    at = kv.get("at", "30")
+    rc, out, j, dt = run_emu(build, profdir, kv, ["--change-at-iter", at], timeout=100)
+    if rc != 0:
+        fail("prophet-emu exited %d (a wrong result, a mismatch or a hang)" % rc, out)
+    if re.search(r"mismatch", out, re.I):
+        fail("a mismatch was reported", out)
+    n_new = j["calls_per_iter"]
+    check_summaries(kv, out)
+    if kv.get("preload", "1") == "1":
+        lines = out.splitlines()
+        plan = re.compile(r"prophet: INFO comm \d+ iteration \d+: plan v\d+ agreed \(\w+, (\d+) calls")
+        old = [i for i, l in enumerate(lines) if (m := plan.search(l)) and int(m.group(1)) == n_new + 1]
+        if not old:
+            fail("no plan for the old sequence (%d calls) was agreed before the change" % (n_new + 1), out)
+        relearn = [i for i, l in enumerate(lines) if "call sequence changed; learning again" in l and i > old[0]]
+        if not relearn:
+            fail("no 'learning again' after the old plan", out)
+        new = [i for i, l in enumerate(lines) if (m := plan.search(l)) and int(m.group(1)) == n_new
+               and i > relearn[0]]
+        if len(new) < int(kv.get("ranks", "4")):
+            fail("the new sequence (%d calls) got no agreed plan on every rank" % n_new, out)
+        print(lines[old[0]])
+        print(lines[relearn[0]])
+        print(lines[new[0]])
+    print("change at iteration %s: %d calls per iteration after it, results exact; run %.1f s"
+          % (at, n_new, dt))
+
+
+def case_jitter(build, profdir, kv):
+    us = kv.get("us", "300")
+    rc, out, j, dt = run_emu(build, profdir, kv, ["--jitter-us", us], timeout=int(kv.get("timeout", "240")))
+    if rc != 0:
+        fail("prophet-emu exited %d" % rc, out)
+    check_summaries(kv, out)
+    for l in out.splitlines():
+        if "summary comm" in l:
+            print(l)
+            break
+    print("jitter %s us, %s iterations at %s ranks: exact, median %.0f us; run %.1f s"
+          % (us, kv.get("iters"), kv.get("ranks", "4"), j["median_us"], dt))
+
+
+def case_soak(build, profdir, kv):
+    w = kv.get("warm", "100")
+    max_kb = int(kv.get("max_kb", "1024"))
+    rc, out, j, dt = run_emu(build, profdir, kv, ["--rss", w], timeout=int(kv.get("timeout", "400")))
+    if rc != 0:
+        fail("prophet-emu exited %d" % rc, out)
+    check_summaries(kv, out)
+    rss = j["rss"]
+    if min(rss["warm_kb"]) <= 0 or min(rss["end_kb"]) <= 0:
+        fail("RSS not sampled on every rank", out)
+    growth = [e - s for s, e in zip(rss["warm_kb"], rss["end_kb"])]
+    heap = [e - s for s, e in zip(rss["heap_warm_kb"], rss["heap_end_kb"])]
+    print("soak: %s iterations, RSS after iteration %s: %s KiB; growth to the end: %s KiB; "
+          "malloc bytes in use: %s KiB, growth %s KiB; run %.1f s"
+          % (kv.get("iters"), w, rss["warm_kb"], growth, rss["heap_warm_kb"], heap, dt))
+    if max(growth) >= max_kb:
+        fail("a rank's RSS grew by %d KiB (limit %d KiB)" % (max(growth), max_kb), out)
+    # RSS also grows while malloc's arena is first touched (bounded by the arena); a leak shows as
+    # bytes in use growing
+    max_heap = int(kv.get("max_heap_kb", "64"))
+    if max(rss["heap_warm_kb"]) > 0 and max(heap) >= max_heap:
+        fail("a rank's malloc bytes in use grew by %d KiB (limit %d KiB)" % (max(heap), max_heap), out)
+
+
+def main():
+    if len(sys.argv) < 4:
+        print(__doc__)
+        return 2
+    case, build, profdir = sys.argv[1:4]
+    kv = dict(a.split("=", 1) for a in sys.argv[4:])
+    {"kill": case_kill, "change": case_change, "jitter": case_jitter, "soak": case_soak}[case](
+        build, profdir, kv)
+    print("PASS")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
