@@ -24,6 +24,17 @@ static uint32_t prophet_stable_iters_needed(void)
     return n < 16 ? 16 : n;
 }
 
+/* Holding needs the learner's boundary to be the job's. The learner anchors every lock's phase by
+ * bytes: every iteration all-reduces the same bytes, so a true boundary has a whole number of
+ * iterations' bytes before it, counted from the first call (DDP's first iteration has other
+ * buckets but the same bytes) or, after the job changed its sequence, from the last iteration
+ * start of the lock that broke (sched/learner.c). A phase anchored otherwise may be off: then
+ * nothing is held (passthrough stays exact). */
+static int prophet_phase_anchored(const prophet_comm_t *c)
+{
+    return c->iter_bytes > 0 && prophet_learner_anchored(c->learner) == PROPHET_LEARN_ANCHOR_BYTES;
+}
+
 /* Learner and program-order bookkeeping. Returns the learner flags (< 0: not schedulable). */
 static int prophet_observe(prophet_comm_t *c, const prophet_call_sig_t *sig, int64_t ready_us,
                            uint32_t *index, uint64_t *iteration)
@@ -57,7 +68,7 @@ static int prophet_observe(prophet_comm_t *c, const prophet_call_sig_t *sig, int
          * same bytes, so a true boundary has a whole number of iterations' bytes before it since
          * the first call (DDP's first iteration has other buckets but the same bytes). A phase
          * found after a relearn can be off; then nothing is held (passthrough stays exact). */
-        c->phase_ok = c->iter_bytes > 0 && c->cum_bytes % c->iter_bytes == 0;
+        c->phase_ok = prophet_phase_anchored(c);
         if (c->last_index != UINT32_MAX && c->seq_n > 0 && c->seq_n == c->last_index + 1) {
             c->seq_n_last = c->seq_n;
             c->seq_hash_last = prophet_sig_hash(c->seq, c->seq_n);
@@ -75,7 +86,7 @@ static int prophet_observe(prophet_comm_t *c, const prophet_call_sig_t *sig, int
         c->iter_bytes = 0;
         for (uint32_t i = 0; p && i < p->n_calls; i++)
             c->iter_bytes += p->sig[i].bytes;
-        c->phase_ok = c->iter_bytes > 0 && *index == 0 && c->cum_bytes % c->iter_bytes == 0;
+        c->phase_ok = *index == 0 && prophet_phase_anchored(c);
         /* first plan: agree at the next iteration start (block mode: after measuring) */
         if (p && !c->have_plan && c->next_agree_iter > *iteration &&
             prophet_cfg.gate != PROPHET_GATE_BLOCK)

@@ -62,7 +62,10 @@ struct prophet_learner {
     int locked;
     uint32_t period, idx;
     uint64_t phase_start, tmpl_hash;
-    int anchor; /* PROPHET_LEARN_ANCHOR_* rule that placed the phase, 0 if none */
+    int anchor;           /* PROPHET_LEARN_ANCHOR_* rule that placed the phase, 0 if none */
+    uint32_t lock_iters;  /* iteration starts since the current lock */
+    int have_trusted;     /* a trusted lock broke: its last iteration start anchors the next */
+    uint64_t trusted_cum; /* bytes before that iteration start */
     uint64_t iter;
     /* rejected templates */
     uint64_t rej[MAX_REJECT];
@@ -351,6 +354,15 @@ static uint64_t phase_of(prophet_learner_t *l, uint32_t P, uint64_t s)
 {
     uint64_t t = l->pos - 1, q, period_bytes = l->total_bytes - H(l, t + 1 - P)->cum;
 
+    /* After a genuine change of the sequence (a trusted lock broke), the job's iterations start
+     * again at the broken lock's last iteration start: bytes are counted from there. */
+    for (q = s; l->have_trusted && period_bytes > 0 && q < s + P; q++) {
+        if (H(l, q)->cum >= l->trusted_cum && (H(l, q)->cum - l->trusted_cum) % period_bytes == 0) {
+            l->anchor = PROPHET_LEARN_ANCHOR_BYTES;
+            return q;
+        }
+    }
+
     for (q = s; period_bytes > 0 && q < s + P; q++) {
         if (H(l, q)->cum % period_bytes == 0) {
             l->anchor = PROPHET_LEARN_ANCHOR_BYTES;
@@ -376,6 +388,7 @@ static int lock(prophet_learner_t *l, uint32_t P)
         s = lo;
     k = phase_of(l, P, s);
     l->locked = 1;
+    l->lock_iters = 0;
     l->period = P;
     l->idx = (uint32_t)((t - k) % P);
     l->phase_start = t - l->idx;
@@ -413,6 +426,12 @@ static int lock(prophet_learner_t *l, uint32_t P)
 
 static void unlock(prophet_learner_t *l)
 {
+    /* A lock anchored by bytes that held for PROPHET_LEARN_TRUSTED_ITERS iterations was the job's
+     * iteration, not a sub-period: its last iteration start is a true boundary. */
+    if (l->anchor == PROPHET_LEARN_ANCHOR_BYTES && l->lock_iters >= PROPHET_LEARN_TRUSTED_ITERS) {
+        l->have_trusted = 1;
+        l->trusted_cum = H(l, l->phase_start)->cum;
+    }
     reject(l, l->tmpl_hash);
     l->locked = 0;
     l->anchor = 0;
@@ -445,6 +464,7 @@ int prophet_learner_observe(prophet_learner_t *l, const prophet_call_sig_t *sig,
         if (t >= l->period && H(l, t - l->period)->h == e->h) {
             l->idx = (l->idx + 1) % l->period;
             if (l->idx == 0) {
+                l->lock_iters++;
                 flags |= finish_iteration(l) | PROPHET_LEARN_ITER_START;
                 l->iter++;
                 l->phase_start = t;

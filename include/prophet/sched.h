@@ -84,6 +84,9 @@ const prophet_profile_t *prophet_learner_profile(const prophet_learner_t *l);
 #define PROPHET_LEARN_ANCHOR_BYTES 1
 #define PROPHET_LEARN_ANCHOR_CALLS 2
 int prophet_learner_anchored(const prophet_learner_t *l);
+/* A lock anchored by bytes that lasted this many iterations is trusted: when it breaks (the job
+ * changed its sequence), the next lock's phase is counted from its last iteration start. */
+#define PROPHET_LEARN_TRUSTED_ITERS 16
 
 /* Step detection on a readiness vector (exposed for tests and the simulator). Prophet's rule: a
  * boundary where the gap to the next gradient exceeds `factor` times the mean gap. */

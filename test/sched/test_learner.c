@@ -271,6 +271,51 @@ static void check_ddp(const char *dir, const char *name, uint64_t cap0, uint64_t
     free(one.sig);
 }
 
+/* A genuine change of the sequence mid-job (a gradient dropped from iteration 30 on, as when a
+ * layer is frozen): the trusted 161-call lock breaks, and the new lock is anchored by bytes at
+ * the broken lock's last iteration start, so boundaries fall every 160 calls from the change. */
+static void check_change(const char *dir)
+{
+    static prophet_profile_t p;
+    prophet_learner_opts_t o = {.learn_iters = 3, .max_calls = PROPHET_MAX_CALLS};
+    prophet_learner_t *l;
+    uint32_t idx, P;
+    int relearned = 0, starts = 0;
+
+    load_profile(dir, "resnet50.json", &p);
+    for (uint32_t i = 0; i < p.n_calls; i++) {
+        p.sig[i].comm_id = 0;
+        p.sig[i].dtype = 7;
+        p.sig[i].op = 0;
+    }
+    CHECK(l = prophet_learner_new(&o));
+    for (int it = 0; it < 90; it++) {
+        for (uint32_t i = 0; i < p.n_calls; i++) {
+            int f;
+            if (it >= 30 && i == 5)
+                continue; /* dropped from iteration 30 on */
+            f = prophet_learner_observe(l, &p.sig[i], -1, &idx);
+            CHECK(f >= 0);
+            if (it >= 30 && (f & PROPHET_LEARN_RELEARN))
+                relearned = 1;
+            if (it < 60)
+                continue;
+            /* the last 30 iterations: the learner's iterations are the job's */
+            CHECKF(!!(f & PROPHET_LEARN_ITER_START) == (i == 0),
+                   "changed sequence: iteration %d call %u: ITER_START=%d", it, i,
+                   !!(f & PROPHET_LEARN_ITER_START));
+            CHECK(prophet_learner_anchored(l) == PROPHET_LEARN_ANCHOR_BYTES);
+            starts += i == 0;
+        }
+    }
+    CHECK(relearned && starts == 30);
+    CHECK(prophet_learner_profile(l));
+    P = prophet_learner_profile(l)->n_calls;
+    CHECKF(P == p.n_calls - 1, "changed sequence: period %u, want %u", P, p.n_calls - 1);
+    prophet_learner_free(l);
+    printf("changed sequence: relearned, period %u anchored by bytes at the change\n", P);
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = argc > 1 ? argv[1] : "profiles";
@@ -446,6 +491,7 @@ int main(int argc, char **argv)
      *    first) and DDP-like buckets: once ready, the boundary is a whole number of iterations
      *    from the first call. */
     check_per_tensor(dir, "resnet50.json");
+    check_change(dir);
     check_per_tensor(dir, "bert_base.json");
     check_per_tensor(dir, "mobilenet_v2.json");
     check_per_tensor(dir, "vgg16.json");
