@@ -747,6 +747,11 @@ EMU_API ncclResult_t pncclGroupEnd(void)
         rc = group.err;
     group.err = ncclSuccess;
     group.nops = 0;
+    /* launch_group copied the ops: free the thread's array, or a thread that grouped calls
+     * would keep it until it exits (no destructor runs for __thread data) */
+    free(group.ops);
+    group.ops = NULL;
+    group.cap = 0;
     if (rc == ncclSuccess && inprogress)
         rc = ncclInProgress;
     return rc;
