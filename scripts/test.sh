@@ -29,15 +29,27 @@ run_suite() { # dir, cmake args..., -- ctest args...
   targs=("$@")
   echo "=== configure and build: $dir ${cargs[*]}"
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${cargs[@]}" >"$dir.configure.log" 2>&1 \
-    || { cat "$dir.configure.log"; return 1; }
+    || { cat "$dir.configure.log"; total_failed=$((total_failed + 1)); return 1; }
   local tgt=()
   [ -n "${BUILD_TARGETS:-}" ] && tgt=(--target $BUILD_TARGETS)
-  cmake --build "$dir" -j"$jobs" "${tgt[@]}" >"$dir.build.log" 2>&1 || { tail -60 "$dir.build.log"; return 1; }
+  cmake --build "$dir" -j"$jobs" "${tgt[@]}" >"$dir.build.log" 2>&1 || { tail -60 "$dir.build.log"; total_failed=$((total_failed + 1)); return 1; }
   echo "=== ctest: $dir"
-  (cd "$dir" && ctest --output-on-failure -j"$jobs" "${label_args[@]}" "${targs[@]}")
+  local log=$dir.ctest.log st
+  (cd "$dir" && ctest --output-on-failure -j"$jobs" "${label_args[@]}" "${targs[@]}") 2>&1 | tee "$log"
+  st=${PIPESTATUS[0]}
+  # tally "NN% tests passed, F tests failed out of T" for the closing line
+  local f t
+  read -r f t < <(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\1 \2/p' "$log" | tail -1)
+  if [ -n "${t:-}" ]; then
+    total_passed=$((total_passed + t - f)); total_failed=$((total_failed + f))
+  else
+    total_failed=$((total_failed + 1)) # ctest did not get to its summary
+  fi
+  return "$st"
 }
 
 rc=0
+total_passed=0 total_failed=0
 run_suite build || rc=1
 if [ $quick -eq 0 ]; then
   # Sanitizer passes over the tests labelled `sanitize` (unit suites, the emulated cluster, a
@@ -61,4 +73,6 @@ if [ $quick -eq 0 ]; then
   CC=clang BUILD_TARGETS="fuzz_config fuzz_profile fuzz_report" \
     run_suite build-fuzz -DPROPHET_FUZZ=ON -- -L fuzz || rc=1
 fi
+echo "=== all passes (normal$([ $quick -eq 0 ] && echo ', ASan+UBSan, TSan, fuzz'))"
+echo "summary: $total_passed passed, $total_failed failed"
 exit $rc
