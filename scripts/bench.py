@@ -132,7 +132,8 @@ def svg_plot(rows, policies, path):
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="10">',
            f'<rect width="{W}" height="{H}" fill="white"/>',
            f'<text x="{left}" y="16" font-size="12">Iteration time / optimum (lower is better; 1.0 = MG-WFBP optimum)</text>']
-    for t in [0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0]:
+    step = 0.5 if ymax <= 4 else 1.0 if ymax <= 8 else 2.0
+    for t in [i * step for i in range(int(ymax / step) + 1)]:
         if t <= ymax:
             out.append(f'<line x1="{left}" x2="{W-10}" y1="{sy(t):.1f}" y2="{sy(t):.1f}" stroke="#ddd"/>'
                        f'<text x="{left-6}" y="{sy(t)+3:.1f}" text-anchor="end">{t:.1f}</text>')
