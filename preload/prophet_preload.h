@@ -118,9 +118,7 @@ void prophet_group_enter(void);
 void prophet_group_leave(void);
 
 /* ---- per-communicator state (comm_state.c) ---------------------------------------------- */
-#define PROPHET_BLOCK_MAX 64          /* members of one block at most */
-#define PROPHET_BUILTIN_BLOCK_CALLS 8 /* built-in policy: calls per block */
-#define PROPHET_BUILTIN_BLOCK_BYTES (4u << 20)
+#define PROPHET_BLOCK_MAX 64 /* members of one block at most */
 /* Block mode measures readiness in "measurement iterations": blocks of PROPHET_BLOCK_MAX
  * consecutive calls (phase alternating by half a block), so that no gate of ours stands between
  * the ready events of a block's members. Every iteration measures until a plan is installed, then
@@ -214,7 +212,6 @@ typedef struct prophet_comm {
     uint32_t iter_len;     /* calls per iteration once the profile is ready, else 0 */
     uint32_t stable_iters; /* iteration starts since the learner's last relearn */
     uint64_t iter_bytes;   /* bytes of one learned iteration */
-    uint64_t cum_bytes;    /* bytes of every observed call before the current one */
     int phase_ok;          /* the learned boundary is a whole number of iterations from the start */
     uint32_t last_index;   /* index of the previous observed call */
     uint32_t block_number;

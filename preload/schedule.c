@@ -98,7 +98,6 @@ static int prophet_observe(prophet_comm_t *c, const prophet_call_sig_t *sig, int
     if (*index != UINT32_MAX && c->seq_n < PROPHET_MAX_CALLS)
         c->seq[c->seq_n++] = anon;
     c->last_index = *index;
-    c->cum_bytes += sig->bytes;
     return flags;
 }
 
@@ -143,14 +142,19 @@ static ncclResult_t prophet_observed_call(prophet_comm_t *c, const void *s, void
     return nrc;
 }
 
+/* Whether calls may be held: the learner's iteration is known, anchored by bytes and stable
+ * (program-order facts, equal on every rank; they change only at iteration starts). */
+static int prophet_holding(const prophet_comm_t *c)
+{
+    return c->iter_len && c->phase_ok && c->stable_iters >= prophet_stable_iters_needed();
+}
+
 /* Block mode, at each iteration start (program order, alike on every rank): is this a
  * measurement iteration, and is it time for the first agreement? Only iterations whose calls are
  * held count (before that, calls pass through and their readiness is our own schedule's). */
 static void prophet_measure_step(prophet_comm_t *c, uint64_t iteration)
 {
-    int holding = c->iter_len && c->phase_ok && c->stable_iters >= prophet_stable_iters_needed();
-
-    c->measuring = prophet_cfg.gate == PROPHET_GATE_BLOCK && holding &&
+    c->measuring = prophet_cfg.gate == PROPHET_GATE_BLOCK && prophet_holding(c) &&
                    (!c->have_plan || iteration % PROPHET_MEASURE_EVERY == 0);
     c->measure_phase = (iteration / PROPHET_MEASURE_EVERY) % 2 ? PROPHET_BLOCK_MAX / 2 : 0;
     if (!c->measuring)
@@ -168,13 +172,11 @@ static int prophet_closes_block(const prophet_comm_t *c, uint32_t index)
         return 1;
     if (c->iter_len && index + 1 >= c->iter_len)
         return 1; /* blocks never span iterations */
-    if (c->measuring)
-        return (index + 1 + c->measure_phase) % PROPHET_BLOCK_MAX == 0;
-    if (c->have_plan)
+    if (c->have_plan && !c->measuring)
         return prophet_engine_closes_block(c->engine, index);
-    /* built-in policy until a plan is agreed: runs of consecutive calls, bounded in count
-     * and bytes */
-    return b->n >= PROPHET_BUILTIN_BLOCK_CALLS || b->bytes >= PROPHET_BUILTIN_BLOCK_BYTES;
+    /* Measurement iterations, which are also the built-in policy until a plan is agreed (every
+     * held iteration measures then): runs of PROPHET_BLOCK_MAX consecutive calls. */
+    return (index + 1 + c->measure_phase) % PROPHET_BLOCK_MAX == 0;
 }
 
 static ncclResult_t prophet_hold(prophet_comm_t *c, const void *s, void *r, size_t n,
@@ -270,7 +272,7 @@ ncclResult_t prophet_allreduce(prophet_comm_t *c, const void *s, void *r, size_t
     if (c->passthrough)
         goto passthrough;
     if (prophet_cfg.gate != PROPHET_GATE_BLOCK || index == UINT32_MAX || flags < 0 ||
-        c->iter_len == 0 || !c->phase_ok || c->stable_iters < prophet_stable_iters_needed()) {
+        !prophet_holding(c)) {
         nrc = prophet_observed_call(c, s, r, n, t, op, st, index, iteration, arrival);
         pthread_mutex_unlock(&c->lock);
         return nrc;
