@@ -127,7 +127,7 @@ static void prophet_agreement_broadcast(prophet_comm_t *c, uint64_t iteration)
                     net.source == PROPHET_NET_FIXED    ? "fixed"
                     : net.source == PROPHET_NET_FITTED ? "fitted from NCCL operations"
                                                        : "default guess");
-    prophet_logb_net(c);
+    prophet_logb_net(c, probe);
 }
 
 void prophet_agreement_step(prophet_comm_t *c, uint64_t iteration)

@@ -1,5 +1,6 @@
-/* Per-communicator state: identity (creation order, rank), the internal stream X, the gate word,
- * the learner, net model and engine, the held block and the launched blocks awaiting timing.
+/* Per-communicator state and its resources: the registry (creation order, lookup), the event
+ * pool, the release of the GPU resources and of the models, the summary line. These are the
+ * primitives; when they are used (setup, retire, exit) is decided by comm_life.c alone.
  * States are never freed (the poller walks the list without a global lock); a destroyed
  * communicator's heavy parts are released and its state stays as a small tombstone. */
 #include <errno.h>
@@ -7,8 +8,6 @@
 #include <string.h>
 
 #include "prophet_preload.h"
-
-#define PROPHET_HOSTMEM_BYTES (256 + PROPHET_PLAN_WIRE_BYTES)
 
 static _Atomic(prophet_comm_t *) prophet_comms;
 static _Atomic uint64_t prophet_next_comm_id;
@@ -85,88 +84,6 @@ void prophet_comm_fail(prophet_comm_t *c, const char *what, CUresult rc)
     c->passthrough = 1;
 }
 
-static int prophet_comm_setup_cuda(prophet_comm_t *c)
-{
-    void *mem = NULL;
-    CUresult rc;
-    const char *what;
-
-#define PROPHET_TRY(call, name)                                                                    \
-    do {                                                                                           \
-        what = name;                                                                               \
-        if ((rc = (call)) != CUDA_SUCCESS)                                                         \
-            goto fail;                                                                             \
-    } while (0)
-    PROPHET_TRY(prophet_cu.CtxGetCurrent(&c->ctx), "cuCtxGetCurrent");
-    what = "a current CUDA context";
-    rc = CUDA_ERROR_INVALID_CONTEXT;
-    if (!c->ctx)
-        goto fail;
-    PROPHET_TRY(prophet_cu.StreamCreate(&c->x, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-    PROPHET_TRY(prophet_cu.MemHostAlloc(&mem, PROPHET_HOSTMEM_BYTES,
-                                        CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE),
-                "cuMemHostAlloc");
-    memset(mem, 0, PROPHET_HOSTMEM_BYTES);
-    c->gate_host = mem;
-    c->plan_host = (char *)mem + 256;
-    PROPHET_TRY(prophet_cu.MemHostGetDevicePointer(&c->gate_dev, mem, 0),
-                "cuMemHostGetDevicePointer");
-    c->plan_dev = c->gate_dev + 256;
-    PROPHET_TRY(prophet_cu.EventCreate(&c->plan_event, CU_EVENT_DEFAULT), "cuEventCreate");
-    PROPHET_TRY(prophet_cu.EventCreate(&c->base_event, CU_EVENT_DEFAULT), "cuEventCreate");
-    /* X is idle: the base event fires at once, so base_us is its host instant */
-    c->base_us = prophet_now_us();
-    PROPHET_TRY(prophet_cu.EventRecord(c->base_event, c->x), "cuEventRecord");
-    return 0;
-fail:
-    prophet_comm_fail(c, what, rc);
-    return -1;
-#undef PROPHET_TRY
-}
-
-int prophet_comm_setup(prophet_comm_t *c)
-{
-    prophet_learner_opts_t lo = {.learn_iters = prophet_cfg.learn_iters,
-                                 .max_calls = PROPHET_MAX_CALLS};
-    prophet_net_t net0 = {.alpha_us = 20.0, .bandwidth_Bps = 1.25e9, .source = PROPHET_NET_DEFAULT};
-
-    if (c->setup)
-        return c->setup > 0 ? 0 : -1;
-    c->setup = -1;
-    if (prophet_init_runtime() != 0) {
-        c->passthrough = 1;
-        return -1;
-    }
-    if (c->rank < 0 && prophet_nccl.CommUserRank)
-        prophet_nccl.CommUserRank(c->handle, &c->rank);
-    if (c->nranks < 0 && prophet_nccl.CommCount)
-        prophet_nccl.CommCount(c->handle, &c->nranks);
-    if (prophet_cfg.bandwidth_Bps > 0 || prophet_cfg.alpha_us >= 0) {
-        if (prophet_cfg.bandwidth_Bps > 0)
-            net0.bandwidth_Bps = prophet_cfg.bandwidth_Bps;
-        if (prophet_cfg.alpha_us >= 0)
-            net0.alpha_us = prophet_cfg.alpha_us;
-        net0.source = PROPHET_NET_FIXED;
-    }
-    c->learner = prophet_learner_new(&lo);
-    c->net = prophet_netmodel_new(&net0);
-    c->engine = prophet_engine_new();
-    c->seq = calloc(PROPHET_MAX_CALLS, sizeof(*c->seq));
-    if (!c->learner || !c->net || !c->engine || !c->seq) {
-        prophet_msg(PROPHET_LOG_WARN, "comm %lu: out of memory; passthrough", (unsigned long)c->id);
-        c->passthrough = 1;
-        return -1;
-    }
-    if (prophet_comm_setup_cuda(c) != 0)
-        return -1;
-    /* block mode: the first agreement waits for measured readiness (schedule.c) */
-    c->next_agree_iter =
-        prophet_cfg.gate == PROPHET_GATE_BLOCK ? UINT64_MAX : prophet_cfg.learn_iters;
-    c->setup = 1;
-    prophet_logb_open(c);
-    return 0;
-}
-
 CUevent prophet_comm_event_get(prophet_comm_t *c)
 {
     CUevent e = NULL;
@@ -217,28 +134,22 @@ void prophet_comm_summary(prophet_comm_t *c)
                 (unsigned long)s->stall_warnings);
 }
 
-void prophet_comm_retire(prophet_comm_t *c, int abort)
+/* A destroyed comm: once its last block completed, X and the pooled events go. The host memory
+ * of the gate stays (callers' streams may still hold waits that read it). */
+void prophet_comm_gpu_release(prophet_comm_t *c)
 {
-    pthread_mutex_lock(&c->lock);
-    if (!atomic_load(&c->alive))
-        goto out;
-    if (!abort) {
-        prophet_release_pending(c);
-        /* destroy/finalize is a host-blocking point anyway: let X finish before NCCL tears the
-         * comm down (X waits only for ready events of calls already made) */
-        if (c->x)
-            prophet_cu.StreamSynchronize(c->x);
-    } else {
-        /* Abort: held calls were never launched and have no gate; they are dropped with the comm */
-        for (uint32_t i = 0; i < c->pending.n; i++)
-            prophet_comm_event_put(c, c->pending.m[i].ready);
-        c->pending.n = 0;
-    }
-    atomic_store(&c->alive, 0);
-    prophet_comm_summary(c);
-    prophet_logb_close(c);
-    /* the learner, engine and net model are not needed any more; X, the events and the
-     * host memory are released by the poller once every launched block has completed */
+    if (c->inflight_head || !c->x)
+        return;
+    prophet_cu.StreamSynchronize(c->x);
+    prophet_cu.StreamDestroy(c->x);
+    c->x = NULL;
+    while (c->event_pool_n)
+        prophet_cu.EventDestroy(c->event_pool[--c->event_pool_n]);
+}
+
+/* The learner, engine, net model and signature sequence of a retired comm. */
+void prophet_comm_free_models(prophet_comm_t *c)
+{
     prophet_learner_free(c->learner);
     prophet_engine_free(c->engine);
     prophet_netmodel_free(c->net);
@@ -247,8 +158,6 @@ void prophet_comm_retire(prophet_comm_t *c, int abort)
     c->net = NULL;
     free(c->seq);
     c->seq = NULL;
-out:
-    pthread_mutex_unlock(&c->lock);
 }
 
 const char *prophet_dtype_name(ncclDataType_t t)

@@ -12,6 +12,15 @@
 #include <string.h>
 #include <strings.h>
 
+/* Index of v (any case) in names[0..n), or -1. */
+static int prophet_cfg_name_index(const char *v, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcasecmp(v, names[i]))
+            return i;
+    return -1;
+}
+
 static const char *const prophet_policy_names[PROPHET_POLICY_COUNT] = {
     [PROPHET_POLICY_PASSTHROUGH] = "passthrough", [PROPHET_POLICY_FUSION] = "fusion",
     [PROPHET_POLICY_BUCKETS] = "buckets",         [PROPHET_POLICY_PROPHET] = "prophet",
@@ -25,17 +34,27 @@ const char *prophet_policy_name(prophet_policy_t p)
     return prophet_policy_names[p];
 }
 
+static const char *const prophet_gate_names[] = {
+    [PROPHET_GATE_CALL] = "call",
+    [PROPHET_GATE_BLOCK] = "block",
+};
+
+const char *prophet_gate_name(prophet_gate_mode_t g)
+{
+    if ((unsigned)g >= sizeof(prophet_gate_names) / sizeof(prophet_gate_names[0]))
+        return "unknown";
+    return prophet_gate_names[g];
+}
+
 int prophet_policy_from_name(const char *name, prophet_policy_t *out)
 {
-    if (!name || !out)
+    int i;
+
+    if (!name || !out ||
+        (i = prophet_cfg_name_index(name, prophet_policy_names, PROPHET_POLICY_COUNT)) < 0)
         return -1;
-    for (int i = 0; i < PROPHET_POLICY_COUNT; i++) {
-        if (strcasecmp(name, prophet_policy_names[i]) == 0) {
-            *out = (prophet_policy_t)i;
-            return 0;
-        }
-    }
-    return -1;
+    *out = (prophet_policy_t)i;
+    return 0;
 }
 
 /* Splits "12.5Gbit" into 12.5 and "Gbit". Rejects empty numbers, NaN, infinities, negatives. */
@@ -217,43 +236,48 @@ void prophet_config_defaults(prophet_config_t *cfg)
     cfg->log_iter_end = 100;
 }
 
-/* Index of v (any case) in names[0..n), or -1. */
-static int prophet_cfg_name_index(const char *v, const char *const *names, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (!strcasecmp(v, names[i]))
-            return i;
-    return -1;
-}
+/* The knobs that take a name: enum value i is names[i]. One parser for all of them. */
+typedef struct prophet_enum_knob {
+    const char *name;
+    size_t offset; /* an enum field of prophet_config_t */
+    const char *const *names;
+    int n;
+    const char *expected, *dflt;
+} prophet_enum_knob_t;
 
-static void prophet_cfg_debug(prophet_config_t *cfg, const char *v, prophet_cfg_errs_t *e)
+static const char *const prophet_debug_names[] = {"NONE", "WARN", "INFO", "TRACE"};
+static const char *const prophet_bwmon_names[] = {"auto", "off", "process", "daemon"};
+
+static const prophet_enum_knob_t prophet_knob_debug = {"PROPHET_DEBUG",
+                                                       offsetof(prophet_config_t, debug),
+                                                       prophet_debug_names,
+                                                       4,
+                                                       "expected NONE, WARN, INFO or TRACE",
+                                                       "WARN"};
+static const prophet_enum_knob_t prophet_knob_gate = {
+    "PROPHET_GATE",           offsetof(prophet_config_t, gate),
+    prophet_gate_names,       2,
+    "expected call or block", "call"};
+static const prophet_enum_knob_t prophet_knob_bwmon = {"PROPHET_BWMON",
+                                                       offsetof(prophet_config_t, bwmon),
+                                                       prophet_bwmon_names,
+                                                       4,
+                                                       "expected auto, off, process or daemon",
+                                                       "auto"};
+
+_Static_assert(sizeof(prophet_log_level_t) == sizeof(int) &&
+                   sizeof(prophet_gate_mode_t) == sizeof(int) &&
+                   sizeof(prophet_bwmon_mode_t) == sizeof(int),
+               "prophet_cfg_enum stores an int");
+
+static void prophet_cfg_enum(prophet_config_t *cfg, const prophet_enum_knob_t *k, const char *v,
+                             prophet_cfg_errs_t *e)
 {
-    static const char *const names[] = {"NONE", "WARN", "INFO", "TRACE"};
-    int i = prophet_cfg_name_index(v, names, 4);
+    int i = prophet_cfg_name_index(v, k->names, k->n);
     if (i >= 0)
-        cfg->debug = (prophet_log_level_t)i;
+        memcpy((char *)cfg + k->offset, &i, sizeof(i)); /* enums are int-sized (C11 6.7.2.2) */
     else
-        PROPHET_BAD(e, "PROPHET_DEBUG", v, "expected NONE, WARN, INFO or TRACE", "WARN");
-}
-
-static void prophet_cfg_gate(prophet_config_t *cfg, const char *v, prophet_cfg_errs_t *e)
-{
-    if (!strcasecmp(v, "call"))
-        cfg->gate = PROPHET_GATE_CALL;
-    else if (!strcasecmp(v, "block"))
-        cfg->gate = PROPHET_GATE_BLOCK;
-    else
-        PROPHET_BAD(e, "PROPHET_GATE", v, "expected call or block", "call");
-}
-
-static void prophet_cfg_bwmon(prophet_config_t *cfg, const char *v, prophet_cfg_errs_t *e)
-{
-    static const char *const names[] = {"auto", "off", "process", "daemon"};
-    int i = prophet_cfg_name_index(v, names, 4);
-    if (i >= 0)
-        cfg->bwmon = (prophet_bwmon_mode_t)i;
-    else
-        PROPHET_BAD(e, "PROPHET_BWMON", v, "expected auto, off, process or daemon", "auto");
+        PROPHET_BAD(e, k->name, v, k->expected, k->dflt);
 }
 
 static void prophet_cfg_log_iters(prophet_config_t *cfg, const char *v, prophet_cfg_errs_t *e)
@@ -396,7 +420,7 @@ int prophet_config_parse(prophet_config_t *cfg, const char *(*lookup)(const char
     prophet_config_defaults(cfg);
 
     if ((v = lookup("PROPHET_DEBUG", ctx)))
-        prophet_cfg_debug(cfg, v, &e);
+        prophet_cfg_enum(cfg, &prophet_knob_debug, v, &e);
     if ((v = lookup("PROPHET_DISABLE", ctx))) {
         if (prophet_parse_bool(v, &b) == 0)
             cfg->disable = b;
@@ -411,9 +435,9 @@ int prophet_config_parse(prophet_config_t *cfg, const char *(*lookup)(const char
                         "expected passthrough, fusion, buckets, prophet or optimal", "the default");
     }
     if ((v = lookup("PROPHET_GATE", ctx)))
-        prophet_cfg_gate(cfg, v, &e);
+        prophet_cfg_enum(cfg, &prophet_knob_gate, v, &e);
     if ((v = lookup("PROPHET_BWMON", ctx)))
-        prophet_cfg_bwmon(cfg, v, &e);
+        prophet_cfg_enum(cfg, &prophet_knob_bwmon, v, &e);
     if ((v = lookup("PROPHET_LOG_ITERS", ctx)))
         prophet_cfg_log_iters(cfg, v, &e);
     if ((v = lookup("PROPHET_TRACE", ctx))) {

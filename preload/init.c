@@ -1,18 +1,27 @@
 /* Lazy initialisation (no constructor: loading the library does nothing), fork handling and the
- * exit summary. Two stages: prophet_init() reads the configuration and resolves NCCL (cheap, no
- * threads, no CUDA); prophet_init_runtime() loads the CUDA driver and starts the poller thread when
- * the first communicator is made. PROPHET_DISABLE=1 stops after the first stage. */
+ * the exit hook. prophet_init() reads the configuration and resolves NCCL (cheap, no threads, no
+ * CUDA); the CUDA driver and the poller thread are started by comm_life.c on the first
+ * communicator's setup. PROPHET_DISABLE=1 stops after the first stage. */
 #include <pthread.h>
 #include <stdlib.h>
 
 #include "prophet_preload.h"
 
-prophet_config_t prophet_cfg = {.debug = PROPHET_LOG_WARN};
 _Atomic int prophet_mode;
 
 static pthread_mutex_t prophet_init_lock = PTHREAD_MUTEX_INITIALIZER;
-static int prophet_runtime_rc = 1; /* 1 = not tried yet */
-static _Atomic int prophet_heavy;  /* threads or CUDA state exist in this process */
+static _Atomic int prophet_heavy; /* threads or CUDA state exist in this process */
+static void (*_Atomic prophet_exit_hook)(void);
+
+void prophet_init_mark_heavy(void)
+{
+    atomic_store(&prophet_heavy, 1);
+}
+
+void prophet_init_set_exit_hook(void (*fn)(void))
+{
+    atomic_store(&prophet_exit_hook, fn);
+}
 
 /* A child after fork has no poller thread and may hold copies of locks taken mid-operation: if
  * the parent had started anything, the child passes everything through (one INFO line). */
@@ -24,19 +33,15 @@ static void prophet_atfork_child(void)
     }
 }
 
+/* The exit teardown belongs to comm_life.c, which registers it (a hook: init.c calls nothing
+ * above it). atexit() itself is registered here, at initialisation, as before. */
 static void prophet_atexit(void)
 {
-    if (atomic_load(&prophet_mode) != PROPHET_MODE_ACTIVE)
+    void (*fn)(void) = atomic_load(&prophet_exit_hook);
+
+    if (atomic_load(&prophet_mode) != PROPHET_MODE_ACTIVE || !fn)
         return;
-    prophet_poller_stop();
-    for (prophet_comm_t *c = prophet_comm_list(); c; c = c->next_all) {
-        pthread_mutex_lock(&c->lock);
-        if (atomic_load(&c->alive))
-            prophet_release_pending(c); /* process exit is a program-order point */
-        prophet_comm_summary(c);
-        prophet_logb_close(c);
-        pthread_mutex_unlock(&c->lock);
-    }
+    fn();
 }
 
 int prophet_init(void)
@@ -66,30 +71,9 @@ int prophet_init(void)
     atexit(prophet_atexit);
     mode = PROPHET_MODE_ACTIVE;
     prophet_msg(PROPHET_LOG_INFO, "active: NCCL %d, gate %s, policy %s", prophet_nccl_version(),
-                prophet_cfg.gate == PROPHET_GATE_BLOCK ? "block" : "call",
-                prophet_policy_name(prophet_cfg.policy_set ? prophet_cfg.policy
-                                                           : prophet_policy_default()));
+                prophet_gate_name(prophet_cfg.gate), prophet_policy_name(prophet_cfg_policy()));
 out:
     atomic_store_explicit(&prophet_mode, mode, memory_order_release);
     pthread_mutex_unlock(&prophet_init_lock);
     return mode;
-}
-
-int prophet_init_runtime(void)
-{
-    pthread_mutex_lock(&prophet_init_lock);
-    if (prophet_runtime_rc != 1)
-        goto out;
-    atomic_store(&prophet_heavy, 1);
-    prophet_runtime_rc = -1;
-    if (prophet_cuda_load() != 0)
-        goto out;
-    if (prophet_poller_start() != 0) {
-        prophet_msg(PROPHET_LOG_WARN, "cannot start the poller thread; passthrough");
-        goto out;
-    }
-    prophet_runtime_rc = 0;
-out:
-    pthread_mutex_unlock(&prophet_init_lock);
-    return prophet_runtime_rc;
 }

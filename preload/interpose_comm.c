@@ -20,7 +20,7 @@ PROPHET_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclU
         return PROPHET_REAL(CommInitRank, comm, nranks, commId, rank);
     rc = PROPHET_REAL(CommInitRank, comm, nranks, commId, rank);
     if (prophet_created_ok(rc) && comm)
-        prophet_comm_created(*comm, rank, nranks, NULL, 0, NULL);
+        prophet_comm_life_created(*comm, rank, nranks, NULL, 0, NULL);
     return rc;
 }
 
@@ -34,7 +34,7 @@ PROPHET_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks,
         return PROPHET_REAL(CommInitRankConfig, comm, nranks, commId, rank, config);
     rc = PROPHET_REAL(CommInitRankConfig, comm, nranks, commId, rank, config);
     if (prophet_created_ok(rc) && comm)
-        prophet_comm_created(*comm, rank, nranks, config, 0, NULL);
+        prophet_comm_life_created(*comm, rank, nranks, config, 0, NULL);
     return rc;
 }
 
@@ -47,7 +47,7 @@ PROPHET_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const in
     rc = PROPHET_REAL(CommInitAll, comm, ndev, devlist);
     if (rc == ncclSuccess && comm)
         for (int i = 0; i < ndev; i++)
-            prophet_comm_created(comm[i], i, ndev, NULL, 0, NULL);
+            prophet_comm_life_created(comm[i], i, ndev, NULL, 0, NULL);
     return rc;
 }
 
@@ -61,7 +61,7 @@ PROPHET_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nr
         return PROPHET_REAL(CommInitRankScalable, newcomm, nranks, myrank, nId, commIds, config);
     rc = PROPHET_REAL(CommInitRankScalable, newcomm, nranks, myrank, nId, commIds, config);
     if (prophet_created_ok(rc) && newcomm)
-        prophet_comm_created(*newcomm, myrank, nranks, config, 0, NULL);
+        prophet_comm_life_created(*newcomm, myrank, nranks, config, 0, NULL);
     return rc;
 }
 
@@ -75,7 +75,7 @@ PROPHET_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, n
     prophet_comm_barrier(comm);
     rc = PROPHET_REAL(CommSplit, comm, color, key, newcomm, config);
     if (prophet_created_ok(rc) && newcomm && *newcomm)
-        prophet_comm_created(*newcomm, -1, -1, config, 1, comm);
+        prophet_comm_life_created(*newcomm, -1, -1, config, 1, comm);
     return rc;
 }
 
@@ -92,7 +92,7 @@ PROPHET_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksLis
     rc = PROPHET_REAL(CommShrink, comm, excludeRanksList, excludeRanksCount, newcomm, config,
                       shrinkFlags);
     if (prophet_created_ok(rc) && newcomm && *newcomm)
-        prophet_comm_created(*newcomm, -1, -1, config, 1, comm);
+        prophet_comm_life_created(*newcomm, -1, -1, config, 1, comm);
     return rc;
 }
 

@@ -69,13 +69,11 @@ void prophet_logb_open(prophet_comm_t *c)
         .pid = (int)getpid(),
         .hostname = host,
         .nccl_version = ver,
-        .policy = prophet_policy_name(prophet_cfg.policy_set ? prophet_cfg.policy
-                                                             : prophet_policy_default()),
-        .gate = prophet_cfg.gate == PROPHET_GATE_BLOCK ? "block" : "call",
+        .policy = prophet_policy_name(prophet_cfg_policy()),
+        .gate = prophet_gate_name(prophet_cfg.gate),
     };
     if (prophet_mkdir_p(prophet_cfg.log_dir) != 0)
-        prophet_msg(PROPHET_LOG_WARN, "cannot create %s: %s", prophet_cfg.log_dir,
-                    strerror(errno));
+        prophet_msg(PROPHET_LOG_WARN, "cannot create %s: %s", prophet_cfg.log_dir, strerror(errno));
     c->log = prophet_log_open(prophet_cfg.log_dir, &meta, prophet_cfg.log_iter_begin,
                               prophet_cfg.log_iter_end, prophet_cfg.trace, why, (int)sizeof(why));
     if (!c->log)
@@ -136,7 +134,7 @@ void prophet_logb_plan(prophet_comm_t *c, uint64_t from_iter, const prophet_plan
 #endif
 }
 
-void prophet_logb_net(prophet_comm_t *c)
+void prophet_logb_net(prophet_comm_t *c, double probe_Bps)
 {
 #ifdef PROPHET_HAVE_LOG
     prophet_net_t net;
@@ -144,9 +142,9 @@ void prophet_logb_net(prophet_comm_t *c)
     if (!c->log || !c->net)
         return;
     prophet_netmodel_get(c->net, &net);
-    prophet_log_net(c->log, prophet_now_us(), &net, prophet_poller_probe_Bps());
+    prophet_log_net(c->log, prophet_now_us(), &net, probe_Bps);
 #else
-    (void)c;
+    (void)c, (void)probe_Bps;
 #endif
 }
 

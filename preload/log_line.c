@@ -1,4 +1,5 @@
-/* PROPHET_DEBUG diagnostics: one line per event on stderr, "prophet: LEVEL text". Warnings are
+/* PROPHET_DEBUG diagnostics: one line per event on stderr, "prophet: LEVEL text" ("prophet: WARN
+ * [pid P file.c:N] text" for warnings, so that a job's many ranks can be told apart). Warnings are
  * rate-limited (at most PROPHET_WARN_BURST per second) so that a broken job cannot flood its log.
  */
 #include <stdarg.h>
@@ -15,11 +16,6 @@ static const char *const prophet_level_names[] = {"NONE", "WARN", "INFO", "TRACE
 static _Atomic int64_t prophet_warn_window;
 static _Atomic int prophet_warn_count;
 
-int prophet_msg_enabled(prophet_log_level_t level)
-{
-    return level != PROPHET_LOG_NONE && prophet_cfg.debug >= level;
-}
-
 static int prophet_warn_allowed(void)
 {
     int64_t sec = prophet_now_us() / 1000000;
@@ -30,7 +26,14 @@ static int prophet_warn_allowed(void)
     return atomic_fetch_add(&prophet_warn_count, 1) < PROPHET_WARN_BURST;
 }
 
-void prophet_msg(prophet_log_level_t level, const char *fmt, ...)
+/* __FILE__ without its directories */
+static const char *prophet_basename(const char *file)
+{
+    const char *slash = strrchr(file, '/');
+    return slash ? slash + 1 : file;
+}
+
+void prophet_msg_at(prophet_log_level_t level, const char *file, int line_no, const char *fmt, ...)
 {
     char line[768];
     int n;
@@ -40,7 +43,11 @@ void prophet_msg(prophet_log_level_t level, const char *fmt, ...)
         return;
     if (level == PROPHET_LOG_WARN && !prophet_warn_allowed())
         return;
-    n = snprintf(line, sizeof(line), "prophet: %s ", prophet_level_names[level]);
+    if (level == PROPHET_LOG_WARN)
+        n = snprintf(line, sizeof(line), "prophet: WARN [pid %d %s:%d] ", (int)getpid(),
+                     prophet_basename(file), line_no);
+    else
+        n = snprintf(line, sizeof(line), "prophet: %s ", prophet_level_names[level]);
     va_start(ap, fmt);
     vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
     va_end(ap);

@@ -69,11 +69,14 @@ static void prophet_nccl_fill(void)
 static void prophet_nccl_check_static(void)
 {
     void *first = dlsym(RTLD_DEFAULT, "ncclAllReduce");
-    Dl_info info;
+    Dl_info info, self;
 
-    if (!first || first == (void *)&ncclAllReduce)
+    /* ours if it lies in this library (compared by object, so that this file needs no symbol of
+     * the interposer files: preload/README.md, "Layout") */
+    if (!first || !dladdr(first, &info) ||
+        (dladdr((void *)&prophet_nccl_check_static, &self) && info.dli_fbase == self.dli_fbase))
         return;
-    if (dladdr(first, &info) && info.dli_fname)
+    if (info.dli_fname)
         prophet_msg(PROPHET_LOG_WARN,
                     "NCCL is linked statically into %s: its calls cannot be intercepted",
                     info.dli_fname[0] ? info.dli_fname : "the executable");

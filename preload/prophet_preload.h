@@ -85,9 +85,21 @@ int prophet_cuda_load(void);
 const char *prophet_cuda_errstr(CUresult rc);
 
 /* ---- diagnostics (log_line.c) ----------------------------------------------------------- */
-void prophet_msg(prophet_log_level_t level, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-int prophet_msg_enabled(prophet_log_level_t level);
+extern prophet_config_t prophet_cfg; /* settings.c */
+
+static inline int prophet_msg_enabled(prophet_log_level_t level)
+{
+    return level != PROPHET_LOG_NONE && prophet_cfg.debug >= level;
+}
+/* One line; WARN lines carry the pid and file:line of the call (as NCCL_DEBUG's do). */
+void prophet_msg_at(prophet_log_level_t level, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Tests the level before evaluating anything else: arguments cost nothing when it is off. */
+#define prophet_msg(level, ...)                                                                    \
+    do {                                                                                           \
+        if (prophet_msg_enabled(level))                                                            \
+            prophet_msg_at((level), __FILE__, __LINE__, __VA_ARGS__);                              \
+    } while (0)
 
 /* ---- global state (init.c) -------------------------------------------------------------- */
 typedef enum prophet_global_mode {
@@ -96,13 +108,17 @@ typedef enum prophet_global_mode {
     PROPHET_MODE_ACTIVE,
 } prophet_global_mode_t;
 
-extern prophet_config_t prophet_cfg;
+/* settings.c: prophet_cfg (declared above, written once by prophet_init), the effective policy */
+prophet_policy_t prophet_cfg_policy(void);
+
 extern _Atomic int prophet_mode; /* prophet_global_mode_t */
 
 /* Lazy initialisation (no constructor): config, NCCL symbols; returns the mode. Thread-safe. */
 int prophet_init(void);
-/* CUDA driver, poller thread, bandwidth source: once, on the first communicator. 0 ok. */
-int prophet_init_runtime(void);
+/* CUDA or threads exist from now on: a forked child passes through. */
+void prophet_init_mark_heavy(void);
+/* The teardown that init.c's atexit handler runs when the process is active (comm_life.c's). */
+void prophet_init_set_exit_hook(void (*fn)(void));
 static inline int prophet_active(void)
 {
     int m = atomic_load_explicit(&prophet_mode, memory_order_acquire);
@@ -235,20 +251,20 @@ typedef struct prophet_comm {
     struct prophet_comm *next_all; /* every comm ever made (never freed: the poller walks it) */
 } prophet_comm_t;
 
-/* Called after a real init/split succeeded. rank/nranks < 0: ask NCCL at setup. */
+/* Registers a new state (comm_life.c calls it). rank/nranks < 0: ask NCCL at setup. */
 void prophet_comm_created(ncclComm_t handle, int rank, int nranks, const ncclConfig_t *config,
                           int inherit_blocking_from_parent, ncclComm_t parent);
 /* Live state of a handle, or NULL (unknown or destroyed). Lock-free read. */
 prophet_comm_t *prophet_comm_find(ncclComm_t handle);
-/* Lazy setup on the first scheduled call (context, stream X, gate, learner...). 0 ok. Locked. */
-int prophet_comm_setup(prophet_comm_t *c);
-/* Marks the comm dead (before destroy/abort), releasing what is pending. */
-void prophet_comm_retire(prophet_comm_t *c, int abort);
 /* Every comm ever made; iterate with ->next_all. */
 prophet_comm_t *prophet_comm_list(void);
 CUevent prophet_comm_event_get(prophet_comm_t *c);
 void prophet_comm_event_put(prophet_comm_t *c, CUevent e);
 void prophet_comm_summary(prophet_comm_t *c);
+/* A retired comm whose last launched block completed: X and the pooled events (poller). Locked. */
+void prophet_comm_gpu_release(prophet_comm_t *c);
+/* Learner, engine, net model and signature sequence (retire). Locked. */
+void prophet_comm_free_models(prophet_comm_t *c);
 /* Switch the comm to passthrough after an error of our own (one WARN). Locked. */
 void prophet_comm_fail(prophet_comm_t *c, const char *what, CUresult rc);
 
@@ -260,6 +276,15 @@ ncclResult_t prophet_release_pending(prophet_comm_t *c);
 void prophet_release_all_mine(void);
 /* Hands a launched block to the poller (ownership of its events moves). Locked. */
 void prophet_inflight_push(prophet_comm_t *c, prophet_inflight_t *f);
+
+/* ---- a communicator's life (comm_life.c): the only caller of setup and teardown --------- */
+/* Called after a real init/split succeeded. rank/nranks < 0: ask NCCL at setup. */
+void prophet_comm_life_created(ncclComm_t handle, int rank, int nranks, const ncclConfig_t *config,
+                               int inherit_blocking_from_parent, ncclComm_t parent);
+/* Lazy setup on the first scheduled call (context, stream X, gate, learner...). 0 ok. Locked. */
+int prophet_comm_setup(prophet_comm_t *c, CUstream st);
+/* Marks the comm dead (before destroy/abort), releasing what is pending. */
+void prophet_comm_retire(prophet_comm_t *c, int abort);
 
 /* ---- scheduling of one all-reduce (schedule.c) ----------------------------------------- */
 ncclResult_t prophet_allreduce(prophet_comm_t *c, const void *sendbuff, void *recvbuff,
@@ -287,7 +312,7 @@ void prophet_logb_call(prophet_comm_t *c, const prophet_inflight_t *f, uint32_t 
                        int64_t launch_us, int64_t complete_us);
 void prophet_logb_profile(prophet_comm_t *c);
 void prophet_logb_plan(prophet_comm_t *c, uint64_t from_iter, const prophet_plan_t *p);
-void prophet_logb_net(prophet_comm_t *c);
+void prophet_logb_net(prophet_comm_t *c, double probe_Bps);
 void prophet_logb_close(prophet_comm_t *c);
 
 const char *prophet_dtype_name(ncclDataType_t t);

@@ -131,19 +131,6 @@ static void prophet_stall_check(prophet_comm_t *c, int64_t now)
                 prophet_dtype_name(m->dtype), m->index + 1);
 }
 
-/* A destroyed comm: once its last block completed, X and the pooled events go. The host memory
- * of the gate stays (callers' streams may still hold waits that read it). */
-static void prophet_retire_resources(prophet_comm_t *c)
-{
-    if (c->inflight_head || !c->x)
-        return;
-    prophet_cu.StreamSynchronize(c->x);
-    prophet_cu.StreamDestroy(c->x);
-    c->x = NULL;
-    while (c->event_pool_n)
-        prophet_cu.EventDestroy(c->event_pool[--c->event_pool_n]);
-}
-
 static void prophet_poll_bw(int64_t now, int64_t *next)
 {
 #ifdef PROPHET_HAVE_BW
@@ -185,7 +172,7 @@ static void *prophet_poller_main(void *arg)
                 if (atomic_load(&c->alive))
                     prophet_stall_check(c, now);
                 else
-                    prophet_retire_resources(c);
+                    prophet_comm_gpu_release(c);
             }
             pthread_mutex_unlock(&c->lock);
         }

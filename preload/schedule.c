@@ -235,8 +235,10 @@ ncclResult_t prophet_allreduce(prophet_comm_t *c, const void *s, void *r, size_t
 
     pthread_mutex_lock(&c->lock);
     c->stats.calls++;
-    /* non-blocking comms and odd arguments: the same on every rank */
-    if (!c->blocking || !prophet_schedulable_args(n, t, op) || prophet_comm_setup(c) != 0)
+    /* non-blocking comms and odd arguments: the same on every rank; the setup (and its vote, a
+     * host wait) at the first such call outside a user group, also the same on every rank */
+    if (!c->blocking || !prophet_schedulable_args(n, t, op) || (!c->setup && in_group) ||
+        prophet_comm_setup(c, st) != 0)
         goto passthrough;
     /* A comm switched to passthrough by an error of ours keeps observing, so that it keeps
      * taking part in the plan broadcasts that its peers issue (the NCCL sequence stays equal). */

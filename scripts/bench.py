@@ -68,8 +68,7 @@ def run_emu(a, profile, ranks, bw, mode, policy):
         env["LD_PRELOAD"] = os.path.join(a.build, "lib", "libprophet.so")
         env["PROPHET_POLICY"] = policy
         env["PROPHET_GATE"] = gate
-        # the network model is fitted (alpha then includes the cost of holding a block)
-        env["PROPHET_LEARN_ITERS"] = "3"
+        # every other PROPHET_* knob at its default (PROPHET_DEBUG only reports)
         env["PROPHET_DEBUG"] = "INFO"
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tf:
         out = tf.name
@@ -190,7 +189,10 @@ def main():
     md.append(f"Generated {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC on {platform.node()} "
               f"({os.cpu_count()} CPUs) by `{' '.join(['scripts/bench.sh'] + sys.argv[1:])}`; "
               f"gate `{a.gate}` (Horovod rows: `call`), emulated latency {a.latency_us:g} us, "
-              f"{a.iters} iterations, median after {a.warmup} warm-up.\n")
+              f"{a.iters} iterations, median after {a.warmup} warm-up. Every other PROPHET_* knob "
+              f"at its default but PROPHET_POLICY (a column each; the default is `optimal`); "
+              f"`PROPHET_GATE={a.gate}` is "
+              f"{'the default' if a.gate == 'call' else 'not the default (call mode never holds a call, so it cannot regroup)'}.\n")
     md.append("Iteration time in ms, and in brackets the ratio to the optimum (MG-WFBP lower bound from "
               "`prophet-sim` for the same profile, ranks, bandwidth and latency).\n")
     md.append("| profile | mode | ranks | link | optimum | " + " | ".join("no preload" if c == "none" else c for c in cols) + " |")

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, and runs the suite with ctest.
 #   scripts/test.sh            normal build + all default tests, then ASan+UBSan and TSan passes
-#                              over the tests labelled `sanitize`, then short libFuzzer runs
-#   scripts/test.sh --quick    normal build + default tests only
+#                              over the tests labelled `sanitize`, then short libFuzzer runs, then
+#                              what a user installs built with gcc and clang in the four build
+#                              types, warnings as errors (scripts/build-matrix.sh, ~1-2 min)
+#   scripts/test.sh --quick    normal build + default tests only (no sanitizers, fuzz, matrix)
 #   scripts/test.sh --long     also the tests labelled `long`
 # Build trees: build/ (normal), build-asan/, build-tsan/. Exit status: ctest's.
 set -uo pipefail
@@ -12,7 +14,7 @@ for a in "$@"; do
   case "$a" in
     --quick) quick=1 ;;
     --long) long=1 ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown option $a" >&2; exit 2 ;;
   esac
 done
@@ -28,8 +30,12 @@ run_suite() { # dir, cmake args..., -- ctest args...
   [ "${1:-}" = "--" ] && shift
   targs=("$@")
   echo "=== configure and build: $dir ${cargs[*]}"
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${cargs[@]}" >"$dir.configure.log" 2>&1 \
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROPHET_WERROR=ON "${cargs[@]}" >"$dir.configure.log" 2>&1 \
     || { cat "$dir.configure.log"; total_failed=$((total_failed + 1)); return 1; }
+  if [ -s "$dir/tests-not-registered.txt" ]; then
+    echo "=== not registered on this machine ($dir):"
+    sed 's/^/    /' "$dir/tests-not-registered.txt"
+  fi
   local tgt=()
   [ -n "${BUILD_TARGETS:-}" ] && tgt=(--target $BUILD_TARGETS)
   cmake --build "$dir" -j"$jobs" "${tgt[@]}" >"$dir.build.log" 2>&1 || { tail -60 "$dir.build.log"; total_failed=$((total_failed + 1)); return 1; }
@@ -37,11 +43,19 @@ run_suite() { # dir, cmake args..., -- ctest args...
   local log=$dir.ctest.log st
   (cd "$dir" && ctest --output-on-failure -j"$jobs" "${label_args[@]}" "${targs[@]}") 2>&1 | tee "$log"
   st=${PIPESTATUS[0]}
-  # tally "NN% tests passed, F tests failed out of T" for the closing line
+  # tally "NN% tests passed, F tests failed out of T" for the closing line; ctest counts a
+  # skipped test (exit SKIP_RETURN_CODE, listed under "The following tests did not run:" with
+  # "(Skipped)") among the passed ones, so skips are taken out of T; a DISABLED test (a known
+  # defect, "(Disabled)") counts as skipped too
   local f t
   read -r f t < <(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\1 \2/p' "$log" | tail -1)
+  local notrun s d
+  notrun=$(sed -n '/^The following tests did not run:/,/^$/p' "$log")
+  s=$(grep -c '(Skipped)$' <<<"$notrun")
+  d=$(grep -c '(Disabled)$' <<<"$notrun") # not in T
   if [ -n "${t:-}" ]; then
-    total_passed=$((total_passed + t - f)); total_failed=$((total_failed + f))
+    total_passed=$((total_passed + t - f - s)); total_failed=$((total_failed + f))
+    total_skipped=$((total_skipped + s + d))
   else
     total_failed=$((total_failed + 1)) # ctest did not get to its summary
   fi
@@ -49,7 +63,7 @@ run_suite() { # dir, cmake args..., -- ctest args...
 }
 
 rc=0
-total_passed=0 total_failed=0
+total_passed=0 total_failed=0 total_skipped=0
 run_suite build || rc=1
 if [ $quick -eq 0 ]; then
   # Sanitizer passes over the tests labelled `sanitize` (unit suites, the emulated cluster, a
@@ -72,7 +86,15 @@ if [ $quick -eq 0 ]; then
   # Short libFuzzer runs (clang) over the seed corpora in test/fuzz/corpus.
   CC=clang BUILD_TARGETS="fuzz_config fuzz_profile fuzz_report" \
     run_suite build-fuzz -DPROPHET_FUZZ=ON -- -L fuzz || rc=1
+  # Users build Release (or any other type) with either compiler: it must build clean.
+  echo "=== build matrix: gcc, clang x Debug, Release, RelWithDebInfo, MinSizeRel"; t0=$SECONDS
+  if bash scripts/build-matrix.sh; then
+    total_passed=$((total_passed + 1))
+  else
+    total_failed=$((total_failed + 1)); rc=1
+  fi
+  echo "=== build matrix: $((SECONDS - t0)) s"
 fi
-echo "=== all passes (normal$([ $quick -eq 0 ] && echo ', ASan+UBSan, TSan, fuzz'))"
-echo "summary: $total_passed passed, $total_failed failed"
+echo "=== all passes (normal$([ $quick -eq 0 ] && echo ', ASan+UBSan, TSan, fuzz, build matrix'))"
+echo "summary: $total_passed passed, $total_failed failed, $total_skipped skipped"
 exit $rc

@@ -38,12 +38,16 @@ static int get_int(ctx_t *c, json_t *obj, const char *where, const char *key, lo
     int rc = 0;
     json_t *v = member(c, obj, where, key, &rc);
     if (!v)
-        return rc;
-    if (!json_is_integer(v))
-        return fail(c, "%s.%s: expected an integer", where, key);
+        return -1; /* member() reported it */
+    if (!json_is_integer(v)) {
+        fail(c, "%s.%s: expected an integer", where, key);
+        return -1; /* a constant: -O3 then sees *out set whenever 0 is returned */
+    }
     long long x = json_integer_value(v);
-    if (x < min || x > max)
-        return fail(c, "%s.%s: %lld out of range [%lld, %lld]", where, key, x, min, max);
+    if (x < min || x > max) {
+        fail(c, "%s.%s: %lld out of range [%lld, %lld]", where, key, x, min, max);
+        return -1; /* a constant: -O3 then sees *out set whenever 0 is returned */
+    }
     *out = x;
     return 0;
 }
@@ -55,13 +59,15 @@ static int get_num(ctx_t *c, json_t *obj, const char *where, const char *key, in
     int rc = 0;
     json_t *v = member(c, obj, where, key, &rc);
     if (!v)
-        return rc;
+        return -1; /* member() reported it */
     if (nullable && json_is_null(v)) {
         *out = __builtin_nan("");
         return 0;
     }
-    if (!json_is_number(v))
-        return fail(c, "%s.%s: expected a number", where, key);
+    if (!json_is_number(v)) {
+        fail(c, "%s.%s: expected a number", where, key);
+        return -1; /* a constant: -O3 then sees *out set whenever 0 is returned */
+    }
     *out = json_number_value(v);
     return 0;
 }
@@ -71,7 +77,7 @@ static int get_str(ctx_t *c, json_t *obj, const char *where, const char *key, ch
     int rc = 0;
     json_t *v = member(c, obj, where, key, &rc);
     if (!v)
-        return rc;
+        return -1; /* member() reported it; a constant lets -O3 see that *out is set on 0 */
     if (!json_is_string(v))
         return fail(c, "%s.%s: expected a string", where, key);
     snprintf(out, len, "%s", json_string_value(v));

@@ -27,7 +27,8 @@ typedef enum prophet_gate_mode {
 } prophet_gate_mode_t;
 
 typedef enum prophet_bwmon_mode {
-    PROPHET_BWMON_AUTO = 0, /* in-process probe if privileged, else prophet-bwmon's pin, else fitted */
+    PROPHET_BWMON_AUTO =
+        0, /* in-process probe if privileged, else prophet-bwmon's pin, else fitted */
     PROPHET_BWMON_OFF,
     PROPHET_BWMON_PROCESS, /* only the in-process probe */
     PROPHET_BWMON_DAEMON,  /* only prophet-bwmon's pinned map */
@@ -38,22 +39,22 @@ typedef enum prophet_bwmon_mode {
  *  PROPHET_DEBUG              WARN             WARN | INFO | TRACE (NONE silences warnings)
  *  PROPHET_POLICY             (best measured)  passthrough | fusion | buckets | prophet | optimal
  *  PROPHET_GATE               call             call | block
- *  PROPHET_STALL_MS           50               release a pending block whose next member is late (1..60000)
- *  PROPHET_NCCL_LIB           (unset)          path of the real libnccl to dlopen instead of RTLD_NEXT
- *  PROPHET_CUDA_LIB           libcuda.so.1     the CUDA driver library to dlopen
+ *  PROPHET_STALL_MS           50               release a pending block whose next member is late
+ * (1..60000) PROPHET_NCCL_LIB           (unset)          path of the real libnccl to dlopen instead
+ * of RTLD_NEXT PROPHET_CUDA_LIB           libcuda.so.1     the CUDA driver library to dlopen
  *  PROPHET_LEARN_ITERS        5                iterations observed before the first plan (2..1000)
  *  PROPHET_REPLAN_ITERS       50               iterations between plan agreements (1..100000)
  *  PROPHET_BANDWIDTH          (fitted)         fix the bandwidth, e.g. 10Gbit, 1.25GB, 800Mbit
  *  PROPHET_ALPHA_US           (fitted)         fix the per-operation cost in microseconds
- *  PROPHET_FUSION_BYTES       64MiB            fusion policy: threshold (bytes; K/M/G/KiB/MiB suffixes)
- *  PROPHET_CYCLE_US           1000             fusion policy: cycle time
+ *  PROPHET_FUSION_BYTES       64MiB            fusion policy: threshold (bytes; K/M/G/KiB/MiB
+ * suffixes) PROPHET_CYCLE_US           1000             fusion policy: cycle time
  *  PROPHET_BUCKET_BYTES       25MiB            buckets policy: bucket size (first bucket 1MiB)
- *  PROPHET_CREDIT_BYTES       0                prophet policy: credit window after gradient 0 (0 = auto)
- *  PROPHET_BWMON              auto             auto | off | process | daemon
- *  PROPHET_BWMON_PIN          /sys/fs/bpf/prophet   bpffs directory of prophet-bwmon's pinned maps
- *  PROPHET_LOG                (unset)          directory for JSON schedule logs, one file per rank
- *  PROPHET_LOG_ITERS          0:100            window of iterations logged, A:B (B exclusive)
- *  PROPHET_TRACE              0                1: also write a Chrome trace next to each log
+ *  PROPHET_CREDIT_BYTES       0                prophet policy: credit window after gradient 0 (0 =
+ * auto) PROPHET_BWMON              auto             auto | off | process | daemon PROPHET_BWMON_PIN
+ * /sys/fs/bpf/prophet   bpffs directory of prophet-bwmon's pinned maps PROPHET_LOG (unset)
+ * directory for JSON schedule logs, one file per rank PROPHET_LOG_ITERS          0:100 window of
+ * iterations logged, A:B (B exclusive) PROPHET_TRACE              0                1: also write a
+ * Chrome trace next to each log
  */
 typedef struct prophet_config {
     int disable;
@@ -87,14 +88,17 @@ void prophet_config_defaults(prophet_config_t *cfg);
  * Returns the number of invalid values (0 when all were valid). */
 int prophet_config_load(prophet_config_t *cfg);
 
-/* Same, with a getenv-like lookup (for tests and fuzzing); errs receives the messages when not NULL. */
+/* Same, with a getenv-like lookup (for tests and fuzzing); errs receives the messages when not
+ * NULL. */
 int prophet_config_parse(prophet_config_t *cfg, const char *(*lookup)(const char *name, void *ctx),
                          void *ctx, char *errs, int errs_len);
 
 const char *prophet_policy_name(prophet_policy_t p);
+const char *prophet_gate_name(prophet_gate_mode_t g);                  /* "call", "block" */
 int prophet_policy_from_name(const char *name, prophet_policy_t *out); /* 0 ok, -1 unknown */
 
-/* Parses "10Gbit", "25Gbps", "1.25GB", "800Mbit", "100MB/s" into bytes per second. 0 ok, -1 invalid. */
+/* Parses "10Gbit", "25Gbps", "1.25GB", "800Mbit", "100MB/s" into bytes per second. 0 ok, -1
+ * invalid. */
 int prophet_parse_bandwidth(const char *s, double *Bps);
 /* Parses "64MiB", "1M", "4096" into bytes. 0 ok, -1 invalid. */
 int prophet_parse_bytes(const char *s, uint64_t *bytes);

@@ -6,6 +6,8 @@
 #   CHECK   none | multi (every rank's summary line has blocks>1=N with N > 0)
 #           | multi-trace (a TRACE line shows a block of more than one call released)
 #           | observed (every rank's summary counts calls and at least one agreed plan)
+#           | passthrough (every rank's summary: calls=N passthrough=N scheduled=0, N > 0 and the
+#             same N on every rank: each call observed and handed to NCCL at once, none held)
 #           | warn:REGEX (a 'prophet: WARN' line matching REGEX)
 #           | info:REGEX (a 'prophet: INFO' line matching REGEX)
 set -u
@@ -28,6 +30,11 @@ wrong)
     grep -q "wrong result" "$out" || fail "no 'wrong result' report" ;;
 *) fail "bad EXPECT $expect" ;;
 esac
+# an injected fault (EMU_FAULT, test/emu/cuda/emu_fault.c) must have hit
+case "$envs" in
+*EMU_FAULT=*) grep -q "^emu-fault: .* fails with" "$out" || fail "EMU_FAULT set but no fault injected"
+    grep "^emu-fault: .* fails with" "$out" | head -n 1 ;;
+esac
 ranks=$(echo "$*" | sed -n 's/.*--ranks \([0-9]*\).*/\1/p')
 summaries=$(grep -c "prophet: INFO summary comm" "$out")
 case $check in
@@ -44,6 +51,16 @@ observed)
     [ "$summaries" -eq "$ranks" ] || fail "$summaries summary lines for $ranks ranks"
     bad=$(grep "prophet: INFO summary comm" "$out" | grep -Ec "calls=0 |plans=0 ")
     [ "$bad" -eq 0 ] || fail "$bad rank(s) observed no calls or agreed no plan"
+    grep "prophet: INFO summary comm" "$out" | head -n 1 ;;
+passthrough)
+    [ "$summaries" -eq "$ranks" ] || fail "$summaries summary lines for $ranks ranks"
+    grep "prophet: INFO summary comm" "$out" |
+        sed -n 's/.* calls=\([0-9]*\) scheduled=\([0-9]*\) passthrough=\([0-9]*\) .*/\1 \2 \3/p' >"$out.s"
+    n=$(head -n 1 "$out.s" | cut -d' ' -f1)
+    bad=$(awk -v n="$n" '$1 != n || $2 != 0 || $3 != n || n == 0' "$out.s" | wc -l)
+    rm -f "$out.s"
+    [ "$(grep -c "prophet: INFO summary comm" "$out")" -eq "$ranks" ] && [ "$bad" -eq 0 ] ||
+        fail "not every rank passed all of the same $n calls through unheld"
     grep "prophet: INFO summary comm" "$out" | head -n 1 ;;
 warn:*)
     re=${check#warn:}

@@ -3,8 +3,10 @@
  * issues K calls of different sizes on one stream (timed) and then synchronises (not timed).
  * The parent re-runs itself four times: direct (no preload), PROPHET_DISABLE=1, PROPHET_GATE=call
  * (observed passthrough) and PROPHET_GATE=block (scheduled: held, released as blocks), and prints
- * a table (median over iterations of the per-call time; best of ROUNDS runs). Usage:
- * prophet-bench-overhead [--iters N] [--preload PATH] */
+ * a table (median over iterations of the per-call time; best of ROUNDS runs). It exits 1 unless
+ * the block-mode run really scheduled calls (its summary line: scheduled > 0) and PROPHET_DISABLE=1
+ * adds less than DISABLED_BOUND_NS per call to the direct median (a generous bound: a few ns are
+ * expected). Usage: prophet-bench-overhead [--iters N] [--preload PATH] */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <nccl.h>
@@ -20,6 +22,7 @@
 #define WARMUP 60
 #define ROUNDS 3
 #define NV 4
+#define DISABLED_BOUND_NS 500.0
 
 static int64_t now_ns(void)
 {
@@ -86,22 +89,32 @@ struct variant {
     const char *name;
     int preload;
     const char *env[3];
+    int need_scheduled; /* the summary line (stderr, PROPHET_DEBUG=INFO) must say scheduled > 0 */
 };
+
+/* 1 if the text holds "scheduled=N" with N > 0. */
+static int scheduled_some(const char *text)
+{
+    const char *p = strstr(text, "scheduled=");
+    return p && strtol(p + strlen("scheduled="), NULL, 10) > 0;
+}
 
 static int run_variant(const char *self, const char *preload, int iters, const struct variant *v,
                        double *median, double *mean)
 {
-    int fd[2], st = 0;
-    char out[256] = "", arg[32];
+    int fd[2], efd[2], st = 0;
+    char out[256] = "", err[8192] = "", arg[32];
     pid_t p;
-    ssize_t n;
+    ssize_t n, m = 0, k;
 
-    if (pipe(fd) != 0)
+    if (pipe(fd) != 0 || pipe(efd) != 0)
         return -1;
     p = fork();
     if (p == 0) {
         dup2(fd[1], 1);
+        dup2(efd[1], 2);
         close(fd[0]);
+        close(efd[0]);
         unsetenv("LD_PRELOAD");
         for (const char *const *e = v->env; *e; e++)
             putenv((char *)*e);
@@ -112,22 +125,30 @@ static int run_variant(const char *self, const char *preload, int iters, const s
         _exit(127);
     }
     close(fd[1]);
+    close(efd[1]);
     n = read(fd[0], out, sizeof(out) - 1);
     close(fd[0]);
+    while (m < (ssize_t)sizeof(err) - 1 && (k = read(efd[0], err + m, sizeof(err) - 1 - m)) > 0)
+        m += k;
+    close(efd[0]);
     waitpid(p, &st, 0);
     if (n <= 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0 ||
         sscanf(out, "%lf %lf", median, mean) != 2)
         return -1;
+    if (v->need_scheduled && !scheduled_some(err)) {
+        fprintf(stderr, "FAIL: %s: no calls scheduled; its stderr:\n%s\n", v->name, err);
+        return -1;
+    }
     return 0;
 }
 
 int main(int argc, char **argv)
 {
     static const struct variant variants[] = {
-        {"direct (no preload)", 0, {NULL}},
-        {"PROPHET_DISABLE=1", 1, {"PROPHET_DISABLE=1", NULL}},
-        {"call mode (passthrough, observed)", 1, {"PROPHET_GATE=call", NULL}},
-        {"block mode (scheduled)", 1, {"PROPHET_GATE=block", NULL}},
+        {"direct (no preload)", 0, {NULL}, 0},
+        {"PROPHET_DISABLE=1", 1, {"PROPHET_DISABLE=1", NULL}, 0},
+        {"call mode (passthrough, observed)", 1, {"PROPHET_GATE=call", NULL}, 0},
+        {"block mode (scheduled)", 1, {"PROPHET_GATE=block", "PROPHET_DEBUG=INFO", NULL}, 1},
     };
     char self[4096], preload[4096];
     int iters = 2000;
@@ -177,5 +198,12 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < NV; i++)
         printf("%-36s %12.0f %12.0f %+14.0f\n", variants[i].name, best_med[i], best_mean[i],
                best_med[i] - base);
+    if (best_med[1] - base >= DISABLED_BOUND_NS) {
+        fprintf(stderr, "FAIL: PROPHET_DISABLE=1 adds %.0f ns per call (bound %.0f)\n",
+                best_med[1] - base, DISABLED_BOUND_NS);
+        return 1;
+    }
+    printf("block mode scheduled calls; PROPHET_DISABLE=1 adds < %.0f ns per call\n",
+           DISABLED_BOUND_NS);
     return 0;
 }

@@ -1,7 +1,8 @@
 /* Calls made on a capturing stream pass through (invariant 4): after warm-up iterations in which
- * the preload schedules (block mode), the stream is captured and an ncclAllReduce is issued; the
- * preload must hand it to NCCL inside the capture (its TRACE line says so) and the capture must
- * end cleanly. One rank. */
+ * the preload schedules (block mode), the last iteration's first three calls are made (and held)
+ * and then the stream is captured and an ncclAllReduce is issued; the preload must release what
+ * it holds and hand the call to NCCL inside the capture (its TRACE lines say so), and the capture
+ * must end cleanly. One rank. */
 #include <emu_cuda.h>
 
 #include "pt_common.h"
@@ -25,6 +26,9 @@ static int pt_rank(int rank, int nranks, const ncclUniqueId *id)
                                   comm, s));
         PT_CU(cuStreamSynchronize(s));
     }
+    for (int k = 0; k < 3; k++) /* held: the fourth call of the iteration has not come */
+        PT_NCCL(
+            ncclAllReduce((void *)buf[k], (void *)buf[k], 64u << k, ncclFloat, ncclSum, comm, s));
     PT_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
     PT_NCCL(ncclAllReduce((void *)buf[0], (void *)buf[0], 64, ncclFloat, ncclSum, comm, s));
     PT_CU(cuStreamEndCapture(s, &g));

@@ -1,15 +1,16 @@
 #!/bin/sh
 # Runs a command and checks its exit status and output.
-# usage: run_check.sh [VAR=VALUE ...] [+REGEX ...] [-REGEX ...] [=N:REGEX ...] -- CMD ARGS...
+# usage: run_check.sh [VAR=VALUE ...] [+REGEX ...] [-REGEX ...] [=N:REGEX ...] [>A>>B ...] -- CMD...
 #   +REGEX  must appear in stdout+stderr      -REGEX  must not appear
 #   =N:REGEX  must appear exactly N times     the command must exit 0
+#   >A>>B   a line matching A is immediately followed by one matching B
 set -u
 envs="" checks=""
 nl='
 '
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do
     case $1 in
-    [+=-]*) checks="$checks$1$nl" ;;
+    [+=\>-]*) checks="$checks$1$nl" ;;
     *) envs="$envs $1" ;;
     esac
     shift
@@ -30,6 +31,9 @@ echo "$checks" | while IFS= read -r c; do
     =*) n=${c#=}; re=${n#*:}; n=${n%%:*}
         got=$(grep -Ec -- "$re" "$out")
         [ "$got" -eq "$n" ] || { echo "expected $n lines matching '$re', got $got"; exit 1; } ;;
+    \>*) ab=${c#>}; a=${ab%%>>*}; b=${ab#*>>}
+        awk -v a="$a" -v b="$b" 'p && $0 ~ b { f = 1 } { p = ($0 ~ a) } END { exit !f }' "$out" ||
+            { echo "no line matching '$a' followed by one matching '$b'"; exit 1; } ;;
     esac
 done || fail "output check"
 tail -n 3 "$out"

@@ -192,6 +192,7 @@ CUresult cuCtxSetCurrent(CUcontext ctx)
 
 CUresult cuCtxGetCurrent(CUcontext *pctx)
 {
+    EMU_FAULT_POINT("cuCtxGetCurrent");
     CUresult rc = emu_check_init();
     if (rc)
         return rc;

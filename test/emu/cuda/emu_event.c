@@ -56,6 +56,7 @@ static struct emu_mark *emu_event_last(struct CUevent_st *e)
 
 CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
 {
+    EMU_FAULT_POINT("cuEventCreate");
     struct CUctx_st *ctx;
     CUresult rc = emu_current_ctx(&ctx);
     if (rc)
@@ -151,11 +152,13 @@ out:
 
 CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
 {
+    EMU_FAULT_POINT("cuEventRecord");
     return cuEventRecordWithFlags(hEvent, hStream, 0);
 }
 
 CUresult cuEventQuery(CUevent hEvent)
 {
+    EMU_FAULT_POINT("cuEventQuery");
     struct CUevent_st *e;
     CUresult rc = emu_event_get(hEvent, &e);
     if (rc)
@@ -176,6 +179,7 @@ static int emu_mark_done(void *arg)
 
 CUresult cuEventSynchronize(CUevent hEvent)
 {
+    EMU_FAULT_POINT("cuEventSynchronize");
     struct CUevent_st *e;
     CUresult rc = emu_event_get(hEvent, &e);
     if (rc)
@@ -191,6 +195,7 @@ CUresult cuEventSynchronize(CUevent hEvent)
 /* Later work on hStream waits until hEvent's latest record (at the time of this call) fires. */
 CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
 {
+    EMU_FAULT_POINT("cuStreamWaitEvent");
     struct CUevent_st *e;
     struct CUstream_st *s;
     CUresult rc = emu_event_stream_get(hEvent, hStream, &e, &s);

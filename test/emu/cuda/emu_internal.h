@@ -14,6 +14,14 @@
 
 #define EMU_MAX_DEVICES 64
 
+/* First statement of an entry point that EMU_FAULT can make fail (emu_fault.c). */
+#define EMU_FAULT_POINT(name)                                                                      \
+    do {                                                                                           \
+        int emu_fault_code_ = CUDA_ERROR_UNKNOWN;                                                  \
+        if (emuFaultHit(name, &emu_fault_code_))                                                   \
+            return (CUresult)emu_fault_code_;                                                      \
+    } while (0)
+
 /* ---- waiting (emu_wait.c) ---------------------------------------------------------------- */
 typedef int (*emu_pred_fn)(void *arg);
 uint64_t emu_now_ns(void);
@@ -96,6 +104,7 @@ enum emu_op_kind {
     EMU_OP_WAIT_VALUE,
     EMU_OP_WRITE_VALUE,
     EMU_OP_WAIT_SEQ, /* implicit legacy-stream synchronisation */
+    EMU_OP_LAUNCH,   /* cuLaunchKernel: fn(params) over the copied parameters */
 };
 
 struct emu_op {
@@ -126,6 +135,10 @@ struct emu_op {
             void *arg;
             uint64_t ns;
         } kernel;
+        struct {
+            void (*fn)(void **params);
+            void **params; /* one block: the pointer array, then the copied values; owned */
+        } launch;
         struct {
             struct emu_mark *mark;
         } mark;

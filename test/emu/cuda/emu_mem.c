@@ -79,6 +79,7 @@ CUresult cuMemFree_v2(CUdeviceptr dptr)
 
 CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
 {
+    EMU_FAULT_POINT("cuMemHostAlloc");
     if (Flags & ~(unsigned)(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP |
                             CU_MEMHOSTALLOC_WRITECOMBINED))
         return emu_check_init() ? CUDA_ERROR_NOT_INITIALIZED : CUDA_ERROR_INVALID_VALUE;
@@ -138,6 +139,7 @@ static CUresult emu_mem_lookup(uintptr_t addr, struct emu_alloc *out)
 /* Host memory of this driver is always mapped: the device pointer is the host address. */
 CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int Flags)
 {
+    EMU_FAULT_POINT("cuMemHostGetDevicePointer");
     struct emu_alloc a;
     CUresult rc = emu_mem_lookup((uintptr_t)p, &a);
     if (rc == CUDA_ERROR_NOT_INITIALIZED)

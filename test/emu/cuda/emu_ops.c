@@ -21,6 +21,8 @@ void emu_op_free(struct emu_op *op)
         emu_mark_put(op->u.mark.mark);
     if (op->kind == EMU_OP_WAIT_SEQ)
         emu_stream_put(op->u.seqw.stream);
+    if (op->kind == EMU_OP_LAUNCH)
+        free(op->u.launch.params);
     free(op);
 }
 
@@ -86,6 +88,9 @@ void emu_op_run(struct emu_op *op)
             emu_sleep_until_ns(end);
         break;
     }
+    case EMU_OP_LAUNCH:
+        op->u.launch.fn(op->u.launch.params);
+        break;
     case EMU_OP_RECORD: {
         struct emu_mark *m = op->u.mark.mark;
         atomic_store_explicit(&m->t_ns, emu_now_ns(), memory_order_relaxed);
@@ -293,6 +298,7 @@ static CUresult emu_submit_value(CUstream stream, enum emu_op_kind kind, CUdevic
 CUresult cuStreamWaitValue32_v2(CUstream stream, CUdeviceptr addr, cuuint32_t value,
                                 unsigned int flags)
 {
+    EMU_FAULT_POINT("cuStreamWaitValue32");
     CUresult rc = emu_check_init();
     if (rc)
         return rc;
@@ -304,6 +310,7 @@ CUresult cuStreamWaitValue32_v2(CUstream stream, CUdeviceptr addr, cuuint32_t va
 CUresult cuStreamWriteValue32_v2(CUstream stream, CUdeviceptr addr, cuuint32_t value,
                                  unsigned int flags)
 {
+    EMU_FAULT_POINT("cuStreamWriteValue32");
     CUresult rc = emu_check_init();
     if (rc)
         return rc;

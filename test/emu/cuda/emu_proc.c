@@ -3,8 +3,12 @@
  * ...) forwards to it. Four legacy signatures differ in their arguments; their plain exports keep
  * the real driver's legacy signature: cuCtxCreate(pctx, flags, dev), cuStreamBeginCapture(stream),
  * cuStreamGetCaptureInfo(stream, status, id), cuGetProcAddress(symbol, pfn, version, flags). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "emu_cuda.h"
 #include "emu_internal.h"
 
 /* Not declared by the CUDA 13.0 header any more; the CUDA 12 signature. */
@@ -129,20 +133,57 @@ EMU_FORWARD(cuDeviceGetUuid, cuDeviceGetUuid_v2, (CUuuid * uuid, CUdevice dev), 
 
 /* ---- cuGetProcAddress --------------------------------------------------------------------- */
 
+/* The per-thread variants (emu_ptsz.c); only their addresses are taken here. */
+void cuStreamSynchronize_ptsz(void);
+void cuStreamQuery_ptsz(void);
+void cuStreamWaitEvent_ptsz(void);
+void cuStreamAddCallback_ptsz(void);
+void cuStreamGetCtx_ptsz(void);
+void cuStreamGetFlags_ptsz(void);
+void cuStreamGetPriority_ptsz(void);
+void cuStreamGetId_ptsz(void);
+void cuStreamEndCapture_ptsz(void);
+void cuStreamIsCapturing_ptsz(void);
+void cuStreamWaitValue32_v2_ptsz(void);
+void cuStreamWriteValue32_v2_ptsz(void);
+void cuEventRecord_ptsz(void);
+void cuEventRecordWithFlags_ptsz(void);
+void cuMemcpy_ptds(void);
+void cuMemcpyAsync_ptsz(void);
+void cuMemcpyHtoD_v2_ptds(void);
+void cuMemcpyDtoH_v2_ptds(void);
+void cuMemcpyDtoD_v2_ptds(void);
+void cuMemcpyHtoDAsync_v2_ptsz(void);
+void cuMemcpyDtoHAsync_v2_ptsz(void);
+void cuMemcpyDtoDAsync_v2_ptsz(void);
+void cuMemsetD8_v2_ptds(void);
+void cuMemsetD32_v2_ptds(void);
+void cuMemsetD8Async_ptsz(void);
+void cuMemsetD32Async_ptsz(void);
+void cuLaunchHostFunc_ptsz(void);
+void cuStreamBeginCapture_v2_ptsz(void);
+void cuStreamGetCaptureInfo_v3_ptsz(void);
+void cuLaunchKernel_ptsz(void);
+
 struct emu_proc {
     const char *name; /* the plain name, as callers ask for it */
     int since;        /* first CUDA version that gets fn; older versions get legacy */
     void *fn;
     void *legacy;
+    void *ptsz; /* the per-thread default stream variant (_ptsz/_ptds), or NULL: the same */
 };
 
 #define P(name, fn)                                                                                \
     {                                                                                              \
-#name, 0, (void *)(fn), NULL                                                               \
+#name, 0, (void *)(fn), NULL, NULL                                                         \
+    }
+#define PT(name, fn, ptsz)                                                                         \
+    {                                                                                              \
+#name, 0, (void *)(fn), NULL, (void *)(ptsz)                                               \
     }
 #define PV(name, since, fn, legacy)                                                                \
     {                                                                                              \
-#name, since, (void *)(fn), (void *)(legacy)                                               \
+#name, since, (void *)(fn), (void *)(legacy), NULL                                         \
     }
 
 static const struct emu_proc emu_procs[] = {
@@ -179,24 +220,26 @@ static const struct emu_proc emu_procs[] = {
     P(cuStreamCreate, cuStreamCreate),
     P(cuStreamCreateWithPriority, cuStreamCreateWithPriority),
     P(cuStreamDestroy, cuStreamDestroy_v2),
-    P(cuStreamSynchronize, cuStreamSynchronize),
-    P(cuStreamQuery, cuStreamQuery),
-    P(cuStreamWaitEvent, cuStreamWaitEvent),
-    P(cuStreamAddCallback, cuStreamAddCallback),
-    P(cuStreamGetCtx, cuStreamGetCtx),
+    PT(cuStreamSynchronize, cuStreamSynchronize, cuStreamSynchronize_ptsz),
+    PT(cuStreamQuery, cuStreamQuery, cuStreamQuery_ptsz),
+    PT(cuStreamWaitEvent, cuStreamWaitEvent, cuStreamWaitEvent_ptsz),
+    PT(cuStreamAddCallback, cuStreamAddCallback, cuStreamAddCallback_ptsz),
+    PT(cuStreamGetCtx, cuStreamGetCtx, cuStreamGetCtx_ptsz),
     P(cuStreamGetDevice, cuStreamGetDevice),
-    P(cuStreamGetFlags, cuStreamGetFlags),
-    P(cuStreamGetPriority, cuStreamGetPriority),
-    P(cuStreamGetId, cuStreamGetId),
-    PV(cuStreamBeginCapture, 10010, cuStreamBeginCapture_v2, cuStreamBeginCapture),
-    P(cuStreamEndCapture, cuStreamEndCapture),
-    P(cuStreamIsCapturing, cuStreamIsCapturing),
-    PV(cuStreamGetCaptureInfo, 12030, cuStreamGetCaptureInfo_v3, cuStreamGetCaptureInfo_v2),
-    P(cuStreamWaitValue32, cuStreamWaitValue32_v2),
-    P(cuStreamWriteValue32, cuStreamWriteValue32_v2),
+    PT(cuStreamGetFlags, cuStreamGetFlags, cuStreamGetFlags_ptsz),
+    PT(cuStreamGetPriority, cuStreamGetPriority, cuStreamGetPriority_ptsz),
+    PT(cuStreamGetId, cuStreamGetId, cuStreamGetId_ptsz),
+    {"cuStreamBeginCapture", 10010, (void *)cuStreamBeginCapture_v2, (void *)cuStreamBeginCapture,
+     (void *)cuStreamBeginCapture_v2_ptsz},
+    PT(cuStreamEndCapture, cuStreamEndCapture, cuStreamEndCapture_ptsz),
+    PT(cuStreamIsCapturing, cuStreamIsCapturing, cuStreamIsCapturing_ptsz),
+    {"cuStreamGetCaptureInfo", 12030, (void *)cuStreamGetCaptureInfo_v3,
+     (void *)cuStreamGetCaptureInfo_v2, (void *)cuStreamGetCaptureInfo_v3_ptsz},
+    PT(cuStreamWaitValue32, cuStreamWaitValue32_v2, cuStreamWaitValue32_v2_ptsz),
+    PT(cuStreamWriteValue32, cuStreamWriteValue32_v2, cuStreamWriteValue32_v2_ptsz),
     P(cuEventCreate, cuEventCreate),
-    P(cuEventRecord, cuEventRecord),
-    P(cuEventRecordWithFlags, cuEventRecordWithFlags),
+    PT(cuEventRecord, cuEventRecord, cuEventRecord_ptsz),
+    PT(cuEventRecordWithFlags, cuEventRecordWithFlags, cuEventRecordWithFlags_ptsz),
     P(cuEventQuery, cuEventQuery),
     P(cuEventSynchronize, cuEventSynchronize),
     P(cuEventDestroy, cuEventDestroy_v2),
@@ -212,37 +255,85 @@ static const struct emu_proc emu_procs[] = {
     P(cuMemHostGetFlags, cuMemHostGetFlags),
     P(cuMemGetInfo, cuMemGetInfo_v2),
     P(cuMemGetAddressRange, cuMemGetAddressRange_v2),
-    P(cuMemcpy, cuMemcpy),
-    P(cuMemcpyAsync, cuMemcpyAsync),
-    P(cuMemcpyHtoD, cuMemcpyHtoD_v2),
-    P(cuMemcpyDtoH, cuMemcpyDtoH_v2),
-    P(cuMemcpyDtoD, cuMemcpyDtoD_v2),
-    P(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync_v2),
-    P(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync_v2),
-    P(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync_v2),
-    P(cuMemsetD8, cuMemsetD8_v2),
-    P(cuMemsetD32, cuMemsetD32_v2),
-    P(cuMemsetD8Async, cuMemsetD8Async),
-    P(cuMemsetD32Async, cuMemsetD32Async),
-    P(cuLaunchHostFunc, cuLaunchHostFunc),
+    PT(cuMemcpy, cuMemcpy, cuMemcpy_ptds),
+    PT(cuMemcpyAsync, cuMemcpyAsync, cuMemcpyAsync_ptsz),
+    PT(cuMemcpyHtoD, cuMemcpyHtoD_v2, cuMemcpyHtoD_v2_ptds),
+    PT(cuMemcpyDtoH, cuMemcpyDtoH_v2, cuMemcpyDtoH_v2_ptds),
+    PT(cuMemcpyDtoD, cuMemcpyDtoD_v2, cuMemcpyDtoD_v2_ptds),
+    PT(cuMemcpyHtoDAsync, cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync_v2_ptsz),
+    PT(cuMemcpyDtoHAsync, cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync_v2_ptsz),
+    PT(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync_v2_ptsz),
+    PT(cuMemsetD8, cuMemsetD8_v2, cuMemsetD8_v2_ptds),
+    PT(cuMemsetD32, cuMemsetD32_v2, cuMemsetD32_v2_ptds),
+    PT(cuMemsetD8Async, cuMemsetD8Async, cuMemsetD8Async_ptsz),
+    PT(cuMemsetD32Async, cuMemsetD32Async, cuMemsetD32Async_ptsz),
+    PT(cuLaunchHostFunc, cuLaunchHostFunc, cuLaunchHostFunc_ptsz),
     P(cuPointerGetAttribute, cuPointerGetAttribute),
     P(cuGraphDestroy, cuGraphDestroy),
+    P(cuModuleLoadData, cuModuleLoadData),
+    P(cuModuleGetFunction, cuModuleGetFunction),
+    P(cuModuleUnload, cuModuleUnload),
+    PT(cuLaunchKernel, cuLaunchKernel, cuLaunchKernel_ptsz),
 };
 
 #undef P
+#undef PT
 #undef PV
+
+#define EMU_NPROCS (sizeof(emu_procs) / sizeof(emu_procs[0]))
+
+/* Lookups per entry and flavour (flags & 3). */
+static uint64_t emu_proc_count[EMU_NPROCS][4];
+static pthread_once_t emu_proc_once = PTHREAD_ONCE_INIT;
+
+void emuProcDump(void)
+{
+    const char *path = getenv("EMU_CUDA_PROC_DUMP");
+    FILE *f = path && *path ? fopen(path, "a") : NULL;
+
+    if (!f)
+        return;
+    for (size_t i = 0; i < EMU_NPROCS; i++)
+        for (int fl = 0; fl < 4; fl++) {
+            uint64_t n = __atomic_load_n(&emu_proc_count[i][fl], __ATOMIC_RELAXED);
+            if (n)
+                fprintf(f, "%s %d %llu\n", emu_procs[i].name, fl, (unsigned long long)n);
+        }
+    fclose(f);
+}
+
+static void emu_proc_init(void)
+{
+    if (getenv("EMU_CUDA_PROC_DUMP"))
+        atexit(emuProcDump);
+}
+
+uint64_t emuProcLookups(const char *symbol, cuuint64_t flags)
+{
+    for (size_t i = 0; symbol && i < EMU_NPROCS; i++)
+        if (!strcmp(emu_procs[i].name, symbol))
+            return __atomic_load_n(&emu_proc_count[i][flags & 3], __ATOMIC_RELAXED);
+    return 0;
+}
 
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
                              CUdriverProcAddressQueryResult *symbolStatus)
 {
-    (void)flags; /* per-thread and legacy default-stream variants are the same functions here */
-    if (!symbol || !pfn)
+    pthread_once(&emu_proc_once, emu_proc_init);
+    if (!symbol || !pfn || (flags & ~(cuuint64_t)3) || flags == 3)
         return CUDA_ERROR_INVALID_VALUE;
-    for (size_t i = 0; i < sizeof(emu_procs) / sizeof(emu_procs[0]); i++) {
+    for (size_t i = 0; i < EMU_NPROCS; i++) {
         const struct emu_proc *p = &emu_procs[i];
         if (strcmp(p->name, symbol))
             continue;
-        *pfn = p->legacy && cudaVersion < p->since ? p->legacy : p->fn;
+        /* DEFAULT (0) is the legacy stream here (a program not compiled for per-thread streams) */
+        if (p->legacy && cudaVersion < p->since)
+            *pfn = p->legacy;
+        else if (p->ptsz && (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM))
+            *pfn = p->ptsz;
+        else
+            *pfn = p->fn;
+        __atomic_fetch_add(&emu_proc_count[i][flags & 3], 1, __ATOMIC_RELAXED);
         if (symbolStatus)
             *symbolStatus = CU_GET_PROC_ADDRESS_SUCCESS;
         return CUDA_SUCCESS;

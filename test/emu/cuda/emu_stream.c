@@ -291,6 +291,7 @@ CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int 
 
 CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
 {
+    EMU_FAULT_POINT("cuStreamCreate");
     return cuStreamCreateWithPriority(phStream, Flags, 0);
 }
 
@@ -321,6 +322,7 @@ CUresult cuStreamDestroy_v2(CUstream hStream)
 
 CUresult cuStreamSynchronize(CUstream hStream)
 {
+    EMU_FAULT_POINT("cuStreamSynchronize");
     struct CUstream_st *s;
     CUresult rc = emu_stream_get(hStream, &s);
     if (rc)
@@ -486,6 +488,7 @@ CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
 
 CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
 {
+    EMU_FAULT_POINT("cuStreamIsCapturing");
     struct CUstream_st *s;
     CUresult rc = emu_stream_get(hStream, &s);
     if (rc)

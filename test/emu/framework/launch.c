@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "emu_cuda.h"
 #include "rank.h"
 
 #define EMU_GRACE_S 2.0 /* after a rank failed, the others get this long to fail or finish */
@@ -142,6 +143,7 @@ int emu_launch(const struct emu_options *opt, const struct emu_profile *prof, st
         }
         if (pid == 0) {
             int code = emu_rank_main(opt, prof, sh, r);
+            emuProcDump(); /* EMU_CUDA_PROC_DUMP: _exit skips the driver's atexit dump */
             fflush(NULL);
             _exit(code);
         }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "gpu.h"
 #include "rank.h"
 
 struct ddp_bucket {
@@ -12,8 +13,9 @@ struct ddp_bucket {
     size_t n;
     uint64_t bytes;
     CUdeviceptr buf;
-    CUevent ready;  /* recorded on the compute stream after the last copy in */
-    CUevent end[2]; /* per iteration parity, on the process group stream right after the call */
+    CUevent ready;                  /* recorded on the compute stream after the last copy in */
+    struct emu_work_events work[2]; /* per iteration parity: end and future events, recorded on
+                                     * the process group stream right after the call */
     size_t pending;
     int copied_back;
 };
@@ -75,10 +77,8 @@ static int layout_build(struct emu_rank *r, struct ddp_layout *L, const size_t *
     L->nb = nb;
     for (size_t i = 0; i < nb; i++) {
         struct ddp_bucket *b = &L->b[i];
-        if (emu_cu(r, cuMemAlloc(&b->buf, b->bytes), "cuMemAlloc") ||
-            emu_cu(r, cuEventCreate(&b->ready, CU_EVENT_DISABLE_TIMING), "cuEventCreate") ||
-            emu_cu(r, cuEventCreate(&b->end[0], 0), "cuEventCreate") ||
-            emu_cu(r, cuEventCreate(&b->end[1], 0), "cuEventCreate"))
+        if (emu_cu(r, emu_gpu->mem_alloc(&b->buf, b->bytes), "cuMemAlloc") ||
+            emu_cu(r, emu_gpu->event_create(&b->ready, CU_EVENT_DISABLE_TIMING), "cuEventCreate"))
             return -1;
     }
     return 0;
@@ -88,12 +88,9 @@ static void layout_free(struct ddp_layout *L)
 {
     for (size_t i = 0; L->b && i < L->nb; i++) {
         if (L->b[i].buf)
-            cuMemFree(L->b[i].buf);
+            emu_gpu->mem_free(L->b[i].buf);
         if (L->b[i].ready)
-            cuEventDestroy(L->b[i].ready);
-        for (int p = 0; p < 2; p++)
-            if (L->b[i].end[p])
-                cuEventDestroy(L->b[i].end[p]);
+            emu_gpu->event_destroy(L->b[i].ready);
     }
     free(L->order);
     free(L->b);
@@ -128,7 +125,7 @@ static int ddp_init(struct emu_rank *r)
     r->mode = m;
     if (!m || !(m->ready_order = calloc(r->ngrad, sizeof(size_t))))
         return oom(r);
-    if (emu_cu(r, cuStreamCreate(&m->pg, CU_STREAM_NON_BLOCKING), "cuStreamCreate"))
+    if (emu_cu(r, emu_gpu->stream_create(&m->pg, CU_STREAM_NON_BLOCKING), "cuStreamCreate"))
         return -1;
     order = calloc(r->ngrad, sizeof(*order));
     if (!order)
@@ -174,10 +171,10 @@ static int launch_bucket(struct emu_rank *r, size_t i)
     struct ddp *m = r->mode;
     struct ddp_bucket *b = &m->cur->b[i];
 
-    if (emu_cu(r, cuEventRecord(b->ready, r->compute), "cuEventRecord") ||
-        emu_cu(r, cuStreamWaitEvent(m->pg, b->ready, 0), "cuStreamWaitEvent") ||
+    if (emu_cu(r, emu_gpu->event_record(b->ready, r->compute), "cuEventRecord") ||
+        emu_cu(r, emu_gpu->stream_wait_event(m->pg, b->ready), "cuStreamWaitEvent") ||
         emu_allreduce(r, r->iter, b->buf, b->buf, b->bytes / sizeof(float), m->pg) ||
-        emu_cu(r, cuEventRecord(b->end[emu_parity(r->iter)], m->pg), "cuEventRecord"))
+        emu_record_work(r, m->pg, &b->work[emu_parity(r->iter)]))
         return -1;
     if (covers_host_sync(r, m->cur, i) && emu_sync(r, m->pg))
         return -1;
@@ -192,10 +189,10 @@ static int ddp_ready(struct emu_rank *r, size_t g)
 
     if (r->iter == 0)
         m->ready_order[m->nready++] = g;
-    if (emu_cu(
-            r,
-            cuMemcpyDtoDAsync(b->buf + L->offset[g], r->grad[g], emu_grad_bytes(r, g), r->compute),
-            "cuMemcpyDtoDAsync (into bucket)"))
+    if (emu_cu(r,
+               emu_gpu->copy_async(b->buf + L->offset[g], r->grad[g], emu_grad_bytes(r, g),
+                                   r->compute),
+               "cuMemcpyDtoDAsync (into bucket)"))
         return -1;
     b->pending--;
     while (m->next_bucket < L->nb && L->b[m->next_bucket].pending == 0)
@@ -231,14 +228,17 @@ static int copy_back(struct emu_rank *r, size_t i, int iter)
      * event is after every earlier bucket's on the FIFO process-group stream) */
     if (r->opt->bucket_view)
         b = &L->b[L->nb - 1];
-    if (emu_compute_wait(r, b->end[emu_parity(iter)]))
+    /* DDP's copy-back runs after the future's callback: it waits on the future's event */
+    if (emu_compute_wait(r, b->work[emu_parity(iter)].fut))
         return -1;
     b = &L->b[i];
+    /* done with bucket i's work (the handles go back to the cache at the iteration's end) */
+    emu_release_work(r, &b->work[emu_parity(iter)]);
     for (size_t k = b->first; k < b->first + b->n; k++) {
         size_t g = L->order[k];
         if (emu_cu(r,
-                   cuMemcpyDtoDAsync(r->grad[g], b->buf + L->offset[g], emu_grad_bytes(r, g),
-                                     r->compute),
+                   emu_gpu->copy_async(r->grad[g], b->buf + L->offset[g], emu_grad_bytes(r, g),
+                                       r->compute),
                    "cuMemcpyDtoDAsync (out of bucket)"))
             return -1;
     }
@@ -269,7 +269,7 @@ static void ddp_fini(struct emu_rank *r)
     layout_free(&m->layout[0]);
     layout_free(&m->layout[1]);
     if (m->pg)
-        cuStreamDestroy(m->pg);
+        emu_gpu->stream_destroy(m->pg);
     free(m->ready_order);
     free(m);
     r->mode = NULL;

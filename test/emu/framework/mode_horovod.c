@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "gpu.h"
 #include "rank.h"
 
 struct hvd {
@@ -58,7 +59,7 @@ static int observe_ready(struct emu_rank *r, struct hvd *m)
     enq = m->enqueued;
     pthread_mutex_unlock(&m->mu);
     while (m->observed < enq) {
-        CUresult rc = cuEventQuery(m->ready[m->observed % r->ngrad]);
+        CUresult rc = emu_gpu->event_query(m->ready[m->observed % r->ngrad]);
         if (rc == CUDA_ERROR_NOT_READY)
             break;
         if (emu_cu(r, rc, "cuEventQuery"))
@@ -101,7 +102,8 @@ static int execute(struct emu_rank *r, struct hvd *m, const struct emu_hvd_resp 
     uint64_t off = 0;
 
     for (uint64_t s = resp->first; s < resp->end; s++)
-        if (emu_cu(r, cuStreamWaitEvent(m->stream, m->ready[s % r->ngrad], 0), "cuStreamWaitEvent"))
+        if (emu_cu(r, emu_gpu->stream_wait_event(m->stream, m->ready[s % r->ngrad]),
+                   "cuStreamWaitEvent"))
             return -1;
     if (resp->end - resp->first == 1) {
         size_t g = resp->first % r->ngrad;
@@ -110,10 +112,10 @@ static int execute(struct emu_rank *r, struct hvd *m, const struct emu_hvd_resp 
     } else {
         for (uint64_t s = resp->first; s < resp->end; s++) {
             size_t g = s % r->ngrad;
-            if (emu_cu(
-                    r,
-                    cuMemcpyDtoDAsync(m->fusion + off, r->grad[g], emu_grad_bytes(r, g), m->stream),
-                    "cuMemcpyDtoDAsync (into fusion buffer)"))
+            if (emu_cu(r,
+                       emu_gpu->copy_async(m->fusion + off, r->grad[g], emu_grad_bytes(r, g),
+                                           m->stream),
+                       "cuMemcpyDtoDAsync (into fusion buffer)"))
                 return -1;
             off += emu_grad_bytes(r, g);
         }
@@ -122,16 +124,16 @@ static int execute(struct emu_rank *r, struct hvd *m, const struct emu_hvd_resp 
         off = 0;
         for (uint64_t s = resp->first; s < resp->end; s++) {
             size_t g = s % r->ngrad;
-            if (emu_cu(
-                    r,
-                    cuMemcpyDtoDAsync(r->grad[g], m->fusion + off, emu_grad_bytes(r, g), m->stream),
-                    "cuMemcpyDtoDAsync (out of fusion buffer)"))
+            if (emu_cu(r,
+                       emu_gpu->copy_async(r->grad[g], m->fusion + off, emu_grad_bytes(r, g),
+                                           m->stream),
+                       "cuMemcpyDtoDAsync (out of fusion buffer)"))
                 return -1;
             off += emu_grad_bytes(r, g);
         }
     }
     for (uint64_t s = resp->first; s < resp->end; s++)
-        if (emu_cu(r, cuEventRecord(m->done[emu_parity(iter)][s % r->ngrad], m->stream),
+        if (emu_cu(r, emu_gpu->event_record(m->done[emu_parity(iter)][s % r->ngrad], m->stream),
                    "cuEventRecord"))
             return -1;
     pthread_mutex_lock(&m->mu);
@@ -192,7 +194,7 @@ static void *background(void *arg)
     struct emu_rank *r = arg;
     struct hvd *m = r->mode;
     struct timespec t;
-    int stop = 0, err = emu_cu(r, cuCtxSetCurrent(r->ctx), "cuCtxSetCurrent (Horovod thread)");
+    int stop = 0, err = emu_cu(r, emu_gpu->set_device(r->device), "set device (Horovod thread)");
 
     clock_gettime(CLOCK_MONOTONIC, &t);
     while (!err && !stop) {
@@ -249,13 +251,15 @@ static int hvd_init(struct emu_rank *r)
     m->total = (uint64_t)r->total_iters * r->ngrad;
     for (size_t g = 0; g < r->ngrad; g++)
         all += emu_grad_bytes(r, g);
-    if (emu_cu(r, cuStreamCreate(&m->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate") ||
-        emu_cu(r, cuMemAlloc(&m->fusion, m->threshold < all ? m->threshold : all), "cuMemAlloc"))
+    if (emu_cu(r, emu_gpu->stream_create(&m->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate") ||
+        emu_cu(r, emu_gpu->mem_alloc(&m->fusion, m->threshold < all ? m->threshold : all),
+               "cuMemAlloc"))
         return -1;
     for (size_t g = 0; g < r->ngrad; g++)
-        if (emu_cu(r, cuEventCreate(&m->ready[g], CU_EVENT_DISABLE_TIMING), "cuEventCreate") ||
-            emu_cu(r, cuEventCreate(&m->done[0][g], 0), "cuEventCreate") ||
-            emu_cu(r, cuEventCreate(&m->done[1][g], 0), "cuEventCreate"))
+        if (emu_cu(r, emu_gpu->event_create(&m->ready[g], CU_EVENT_DISABLE_TIMING),
+                   "cuEventCreate") ||
+            emu_cu(r, emu_gpu->event_create(&m->done[0][g], 0), "cuEventCreate") ||
+            emu_cu(r, emu_gpu->event_create(&m->done[1][g], 0), "cuEventCreate"))
             return -1;
     if (pthread_create(&m->thread, NULL, background, r)) {
         fprintf(stderr, "prophet-emu: rank %d: cannot start the Horovod thread\n", r->rank);
@@ -276,7 +280,7 @@ static int hvd_ready(struct emu_rank *r, size_t g)
     struct hvd *m = r->mode;
     uint64_t s = seq_of(r, r->iter, g);
 
-    if (emu_cu(r, cuEventRecord(m->ready[g], r->compute), "cuEventRecord"))
+    if (emu_cu(r, emu_gpu->event_record(m->ready[g], r->compute), "cuEventRecord"))
         return -1;
     pthread_mutex_lock(&m->mu);
     m->enqueued = s + 1;
@@ -325,15 +329,15 @@ static void hvd_fini(struct emu_rank *r)
     }
     for (size_t g = 0; g < r->ngrad; g++) {
         if (m->ready && m->ready[g])
-            cuEventDestroy(m->ready[g]);
+            emu_gpu->event_destroy(m->ready[g]);
         for (int p = 0; p < 2; p++)
             if (m->done[p] && m->done[p][g])
-                cuEventDestroy(m->done[p][g]);
+                emu_gpu->event_destroy(m->done[p][g]);
     }
     if (m->fusion)
-        cuMemFree(m->fusion);
+        emu_gpu->mem_free(m->fusion);
     if (m->stream)
-        cuStreamDestroy(m->stream);
+        emu_gpu->stream_destroy(m->stream);
     free(m->ready);
     free(m->done[0]);
     free(m->done[1]);

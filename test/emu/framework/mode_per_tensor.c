@@ -1,14 +1,17 @@
 /* Naive per-parameter hooks with torch.distributed: one all-reduce per gradient on the process
- * group's stream, which first waits on the compute stream through an event. */
+ * group's stream, which first waits on the compute stream through an event; after the call the
+ * work's end event and the future's event are recorded on that stream (handles from the event
+ * cache), and work.wait() makes the compute stream wait on the end event. */
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "gpu.h"
 #include "rank.h"
 
 struct per_tensor {
-    CUstream pg;     /* the process group's NCCL stream */
-    CUevent *ready;  /* per gradient, recorded on the compute stream */
-    CUevent *end[2]; /* per iteration parity and gradient, recorded on pg right after the call */
+    CUstream pg;                  /* the process group's NCCL stream */
+    CUevent ready;                /* recorded on the compute stream before each call (reused) */
+    struct emu_work_events *w[2]; /* per iteration parity and gradient */
 };
 
 static int per_tensor_init(struct emu_rank *r)
@@ -16,19 +19,14 @@ static int per_tensor_init(struct emu_rank *r)
     struct per_tensor *m = calloc(1, sizeof(*m));
 
     r->mode = m;
-    if (!m || !(m->ready = calloc(r->ngrad, sizeof(CUevent))) ||
-        !(m->end[0] = calloc(r->ngrad, sizeof(CUevent))) ||
-        !(m->end[1] = calloc(r->ngrad, sizeof(CUevent)))) {
+    if (!m || !(m->w[0] = calloc(r->ngrad, sizeof(*m->w[0]))) ||
+        !(m->w[1] = calloc(r->ngrad, sizeof(*m->w[1])))) {
         fprintf(stderr, "prophet-emu: rank %d: out of memory\n", r->rank);
         return -1;
     }
-    if (emu_cu(r, cuStreamCreate(&m->pg, CU_STREAM_NON_BLOCKING), "cuStreamCreate"))
+    if (emu_cu(r, emu_gpu->stream_create(&m->pg, CU_STREAM_NON_BLOCKING), "cuStreamCreate") ||
+        emu_cu(r, emu_gpu->event_create(&m->ready, CU_EVENT_DISABLE_TIMING), "cuEventCreate"))
         return -1;
-    for (size_t g = 0; g < r->ngrad; g++)
-        if (emu_cu(r, cuEventCreate(&m->ready[g], CU_EVENT_DISABLE_TIMING), "cuEventCreate") ||
-            emu_cu(r, cuEventCreate(&m->end[0][g], 0), "cuEventCreate") ||
-            emu_cu(r, cuEventCreate(&m->end[1][g], 0), "cuEventCreate"))
-            return -1;
     return 0;
 }
 
@@ -44,10 +42,10 @@ static int per_tensor_ready(struct emu_rank *r, size_t g)
 
     if (emu_grad_dropped(r, r->iter, g))
         return 0; /* --change-at-iter: this gradient is frozen from now on */
-    if (emu_cu(r, cuEventRecord(m->ready[g], r->compute), "cuEventRecord") ||
-        emu_cu(r, cuStreamWaitEvent(m->pg, m->ready[g], 0), "cuStreamWaitEvent") ||
+    if (emu_cu(r, emu_gpu->event_record(m->ready, r->compute), "cuEventRecord") ||
+        emu_cu(r, emu_gpu->stream_wait_event(m->pg, m->ready), "cuStreamWaitEvent") ||
         emu_allreduce(r, r->iter, r->grad[g], r->grad[g], r->count[g], m->pg) ||
-        emu_cu(r, cuEventRecord(m->end[emu_parity(r->iter)][g], m->pg), "cuEventRecord"))
+        emu_record_work(r, m->pg, &m->w[emu_parity(r->iter)][g]))
         return -1;
     if ((long)g == r->opt->host_sync_at && emu_sync(r, m->pg))
         return -1;
@@ -60,11 +58,22 @@ static int per_tensor_end(struct emu_rank *r)
     return 0;
 }
 
+/* work.wait(): the compute stream waits on the end event; the work is done with. */
+static int work_wait(struct emu_rank *r, struct emu_work_events *w)
+{
+    if (!w->end)
+        return 0; /* --change-at-iter: no call */
+    if (emu_compute_wait(r, w->end))
+        return -1;
+    emu_release_work(r, w);
+    return 0;
+}
+
 static int per_tensor_wait_grad(struct emu_rank *r, size_t g)
 {
     struct per_tensor *m = r->mode;
 
-    return emu_compute_wait(r, m->end[emu_parity(r->iter - 1)][g]);
+    return work_wait(r, &m->w[emu_parity(r->iter - 1)][g]);
 }
 
 static int per_tensor_wait_all(struct emu_rank *r)
@@ -72,7 +81,7 @@ static int per_tensor_wait_all(struct emu_rank *r)
     struct per_tensor *m = r->mode;
 
     for (size_t g = 0; g < r->ngrad; g++)
-        if (emu_compute_wait(r, m->end[emu_parity(r->iter)][g]))
+        if (work_wait(r, &m->w[emu_parity(r->iter)][g]))
             return -1;
     return 0;
 }
@@ -81,18 +90,12 @@ static void per_tensor_fini(struct emu_rank *r)
 {
     struct per_tensor *m = r->mode;
 
-    for (size_t g = 0; g < r->ngrad; g++) {
-        if (m->ready && m->ready[g])
-            cuEventDestroy(m->ready[g]);
-        for (int p = 0; p < 2; p++)
-            if (m->end[p] && m->end[p][g])
-                cuEventDestroy(m->end[p][g]);
-    }
+    if (m->ready)
+        emu_gpu->event_destroy(m->ready);
     if (m->pg)
-        cuStreamDestroy(m->pg);
-    free(m->ready);
-    free(m->end[0]);
-    free(m->end[1]);
+        emu_gpu->stream_destroy(m->pg);
+    free(m->w[0]);
+    free(m->w[1]);
     free(m);
     r->mode = NULL;
 }

@@ -47,6 +47,17 @@ static const char usage_text[] =
     "                into its bucket on the compute stream; a full bucket is all-reduced on the\n"
     "                process-group stream (after an event wait), in bucket order; at the end of\n"
     "                backward the compute stream waits on the end events and copies back.\n"
+    "      per-param-sync  PyTorch's dist.all_reduce(grad) in a loop after backward: per\n"
+    "                gradient the process-group stream waits on the compute stream's event, the\n"
+    "                call, the end events, then the compute stream waits on the end event;\n"
+    "                --current-stream: the calls go on the compute stream itself (PyTorch\n"
+    "                2.8's async_op=False); --scale-each: a kernel on the compute stream\n"
+    "                multiplies each result by 1/ranks right after its call (the check expects\n"
+    "                the same fp32 product).\n"
+    "    The PyTorch-like modes (per-tensor, ddp, per-param-sync) record two events on the\n"
+    "    process-group stream after each call (the work's end event and the future's event;\n"
+    "    DDP's copy-back waits on the future's) and take event handles from a cache, as\n"
+    "    PyTorch does.\n"
     "      horovod   a background thread per rank runs Horovod's cycle every --cycle-ms: a\n"
     "                coordinator (rank 0, through shared memory) takes the tensors that are\n"
     "                ready on every rank, fuses them in order up to --fusion-mb, and every rank\n"
@@ -59,7 +70,15 @@ static const char usage_text[] =
     "OPTIONS\n"
     "    --ranks N            number of rank processes, 1..64 (required)\n"
     "    --profile FILE       prophet-profile/1 JSON file, e.g. profiles/resnet50.json (required)\n"
-    "    --mode MODE          per-tensor | ddp | horovod (required)\n"
+    "    --mode MODE          per-tensor | ddp | horovod | per-param-sync (required)\n"
+    "    --cuda-api API       runtime | driver (default runtime): every CUDA call of the\n"
+    "                         framework goes through the emulated libcudart.so.13 (which takes\n"
+    "                         its driver entry points from cuGetProcAddress, as PyTorch's\n"
+    "                         runtime does) or the linked libcuda.so.1 symbols. Kernels are\n"
+    "                         cuLaunchKernel on emulated CUfunctions either way.\n"
+    "    --current-stream     per-param-sync: the calls go on the compute stream\n"
+    "    --scale-each         per-param-sync: scale each result by 1/ranks on the compute\n"
+    "                         stream right after its call\n"
     "    --iters K            measured iterations, 1..100000 (required)\n"
     "    --warmup W           iterations run before the measured ones (default 1). Iterations\n"
     "                         are numbered from 0 including warm-up ones.\n"
@@ -175,8 +194,15 @@ const char *emu_mode_name(enum emu_mode m)
         return "ddp";
     case EMU_MODE_HOROVOD:
         return "horovod";
+    case EMU_MODE_PER_PARAM_SYNC:
+        return "per-param-sync";
     }
     return "?";
+}
+
+const char *emu_cuda_api_name(enum emu_cuda_api a)
+{
+    return a == EMU_CUDA_API_DRIVER ? "driver" : "runtime";
 }
 
 const char *emu_wait_name(enum emu_wait w)
@@ -211,6 +237,9 @@ enum {
     OPT_SEED,
     OPT_TIMEOUT,
     OPT_QUIET,
+    OPT_CUDA_API,
+    OPT_CURRENT_STREAM,
+    OPT_SCALE_EACH,
     OPT_HELP,
 };
 
@@ -241,6 +270,9 @@ static const struct option long_opts[] = {
     {"seed", required_argument, NULL, OPT_SEED},
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"quiet", no_argument, NULL, OPT_QUIET},
+    {"cuda-api", required_argument, NULL, OPT_CUDA_API},
+    {"current-stream", no_argument, NULL, OPT_CURRENT_STREAM},
+    {"scale-each", no_argument, NULL, OPT_SCALE_EACH},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
 };
@@ -337,8 +369,10 @@ static int parse_one(int c, const char *arg, struct emu_options *o)
             o->mode = EMU_MODE_DDP;
         else if (!strcmp(arg, "horovod"))
             o->mode = EMU_MODE_HOROVOD;
+        else if (!strcmp(arg, "per-param-sync"))
+            o->mode = EMU_MODE_PER_PARAM_SYNC;
         else
-            return bad(name, arg, "expected per-tensor, ddp or horovod");
+            return bad(name, arg, "expected per-tensor, ddp, horovod or per-param-sync");
         return 0;
     case OPT_ITERS:
         if (parse_long(name, arg, 1, EMU_MAX_ITERS, &v))
@@ -441,6 +475,20 @@ static int parse_one(int c, const char *arg, struct emu_options *o)
     case OPT_BUCKET_VIEW:
         o->bucket_view = 1;
         return 0;
+    case OPT_CUDA_API:
+        if (!strcmp(arg, "runtime"))
+            o->cuda_api = EMU_CUDA_API_RUNTIME;
+        else if (!strcmp(arg, "driver"))
+            o->cuda_api = EMU_CUDA_API_DRIVER;
+        else
+            return bad(name, arg, "expected runtime or driver");
+        return 0;
+    case OPT_CURRENT_STREAM:
+        o->current_stream = 1;
+        return 0;
+    case OPT_SCALE_EACH:
+        o->scale_each = 1;
+        return 0;
     }
     return 2;
 }
@@ -488,6 +536,11 @@ static int check_required(const struct emu_options *o)
     }
     if (o->bucket_view && o->mode != EMU_MODE_DDP) {
         fprintf(stderr, "prophet-emu: --bucket-view needs --mode ddp\n");
+        return 2;
+    }
+    if ((o->current_stream || o->scale_each) && o->mode != EMU_MODE_PER_PARAM_SYNC) {
+        fprintf(stderr, "prophet-emu: --current-stream and --scale-each need --mode "
+                        "per-param-sync\n");
         return 2;
     }
     if (o->change_at_iter >= 0 && o->mode != EMU_MODE_PER_TENSOR) {

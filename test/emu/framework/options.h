@@ -8,7 +8,8 @@
 #define EMU_MAX_RANKS 64
 #define EMU_MAX_ITERS 100000
 
-enum emu_mode { EMU_MODE_PER_TENSOR = 0, EMU_MODE_DDP, EMU_MODE_HOROVOD };
+enum emu_mode { EMU_MODE_PER_TENSOR = 0, EMU_MODE_DDP, EMU_MODE_HOROVOD, EMU_MODE_PER_PARAM_SYNC };
+enum emu_cuda_api { EMU_CUDA_API_RUNTIME = 0, EMU_CUDA_API_DRIVER };
 enum emu_wait { EMU_WAIT_ALL = 0, EMU_WAIT_PER_LAYER };
 
 /* Exit codes of prophet-emu. */
@@ -23,6 +24,9 @@ struct emu_options {
     int ranks;
     const char *profile;
     enum emu_mode mode;
+    enum emu_cuda_api cuda_api; /* how every CUDA call is made (default runtime) */
+    int current_stream;         /* per-param-sync: calls on the compute stream (PyTorch 2.8) */
+    int scale_each;             /* per-param-sync: a kernel scales each result by 1/ranks */
     int iters;
     int warmup;
     const char *json;
@@ -50,6 +54,7 @@ struct emu_options {
 
 const char *emu_mode_name(enum emu_mode m);
 const char *emu_wait_name(enum emu_wait w);
+const char *emu_cuda_api_name(enum emu_cuda_api a);
 
 /* Parses argv into *o. Returns 0 to run, 1 when --help was printed (exit 0), or 2 after printing
  * one line on stderr (exit 2). */

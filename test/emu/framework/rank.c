@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "emu_cuda.h"
+#include "gpu.h"
 
 #define EMU_TIMER_SLACK_NS 1000UL
 
@@ -31,8 +32,7 @@ int emu_cu(struct emu_rank *r, CUresult rc, const char *what)
 
     if (rc == CUDA_SUCCESS)
         return 0;
-    if (cuGetErrorString(rc, &s) != CUDA_SUCCESS || !s)
-        s = "unknown error";
+    s = emu_gpu->error_string(rc);
     fprintf(stderr, "prophet-emu: rank %d: %s failed: %s (%d)\n", r->rank, what, s, (int)rc);
     return -1;
 }
@@ -88,7 +88,7 @@ int emu_async_error(struct emu_rank *r)
 
 int emu_sync(struct emu_rank *r, CUstream s)
 {
-    if (emu_cu(r, cuStreamSynchronize(s), "cuStreamSynchronize"))
+    if (emu_cu(r, emu_gpu->stream_sync(s), "cuStreamSynchronize"))
         return -1;
     return emu_async_error(r);
 }
@@ -199,19 +199,122 @@ static void paced_kernel(void *p)
         a->work(a);
 }
 
+/* Kernel "scale": d[i] *= f for i < n. */
+static void scale_kernel(void **params)
+{
+    float *d = *(float **)params[0];
+    uint64_t n = *(uint64_t *)params[1];
+    float f = *(float *)params[2];
+
+    for (uint64_t i = 0; i < n; i++)
+        d[i] *= f;
+}
+
+static void paced_kernel_entry(void **params)
+{
+    paced_kernel(*(void **)params[0]);
+}
+
+/* The framework's emulated module: launched with cuLaunchKernel through the chosen API. */
+static const struct emuKernelDef emu_kernel_defs[] = {
+    {.name = "paced", .fn = paced_kernel_entry, .nparams = 1, .param_size = {sizeof(void *)}},
+    {.name = "scale",
+     .fn = scale_kernel,
+     .nparams = 3,
+     .param_size = {sizeof(float *), sizeof(uint64_t), sizeof(float)}},
+};
+static const struct emuModuleImage emu_kernels = {
+    .magic = EMU_MODULE_MAGIC, .nkernels = 2, .kernels = emu_kernel_defs};
+
 static int launch_paced(struct emu_rank *r, struct emu_kernel_arg *a, const char *what)
 {
+    void *params[] = {&a};
+
     a->restart = r->compute_waited > 0;
     a->after = r->compute_waited == 1 ? r->waited_event : NULL;
     r->compute_waited = 0;
-    return emu_cu(r, emuLaunchKernel(r->compute, 0, paced_kernel, a), what);
+    return emu_cu(r, emu_gpu->launch(r->k_paced, params, r->compute), what);
+}
+
+int emu_launch_scale(struct emu_rank *r, CUdeviceptr d, uint64_t n, float f, CUstream s)
+{
+    float *p = (float *)(uintptr_t)d;
+    void *params[] = {&p, &n, &f};
+
+    return emu_cu(r, emu_gpu->launch(r->k_scale, params, s), "cuLaunchKernel (scale)");
+}
+
+/* ---- event cache ------------------------------------------------------------------------ */
+
+static int grow_events(struct emu_rank *r)
+{
+    size_t cap = r->cap_events ? 2 * r->cap_events : 64;
+    CUevent *a = realloc(r->ev_all, cap * sizeof(CUevent));
+
+    if (a)
+        r->ev_all = a;
+    CUevent *f = a ? realloc(r->ev_free, cap * sizeof(CUevent)) : NULL;
+    if (f)
+        r->ev_free = f;
+    CUevent *l = f ? realloc(r->ev_later, cap * sizeof(CUevent)) : NULL;
+    if (l)
+        r->ev_later = l;
+    if (!l) {
+        fprintf(stderr, "prophet-emu: rank %d: out of memory\n", r->rank);
+        return -1;
+    }
+    r->cap_events = cap;
+    return 0;
+}
+
+int emu_event_get(struct emu_rank *r, CUevent *e)
+{
+    if (r->n_free) {
+        *e = r->ev_free[--r->n_free];
+        return 0;
+    }
+    if (r->n_all == r->cap_events && grow_events(r))
+        return -1;
+    if (emu_cu(r, emu_gpu->event_create(e, 0), "cuEventCreate (cache)"))
+        return -1;
+    r->ev_all[r->n_all++] = *e;
+    return 0;
+}
+
+void emu_event_release(struct emu_rank *r, CUevent e)
+{
+    if (e)
+        r->ev_later[r->n_later++] = e; /* n_later <= n_all <= cap */
+}
+
+void emu_events_recycle(struct emu_rank *r)
+{
+    while (r->n_later)
+        r->ev_free[r->n_free++] = r->ev_later[--r->n_later];
+}
+
+int emu_record_work(struct emu_rank *r, CUstream s, struct emu_work_events *w)
+{
+    if (emu_event_get(r, &w->end) || emu_event_get(r, &w->fut))
+        return -1;
+    return emu_cu(r, emu_gpu->event_record(w->end, s), "cuEventRecord (work end)") ||
+                   emu_cu(r, emu_gpu->event_record(w->fut, s), "cuEventRecord (future)")
+               ? -1
+               : 0;
+}
+
+void emu_release_work(struct emu_rank *r, struct emu_work_events *w)
+{
+    emu_event_release(r, w->end);
+    emu_event_release(r, w->fut);
+    w->end = w->fut = NULL;
 }
 
 int emu_compute_wait(struct emu_rank *r, CUevent e)
 {
     r->compute_waited++;
     r->waited_event = e;
-    return emu_cu(r, cuStreamWaitEvent(r->compute, e, 0), "cuStreamWaitEvent (compute)");
+    return emu_cu(r, emu_gpu->stream_wait_event(r->compute, e), "cuStreamWaitEvent (compute)");
 }
 
 /* Backward step g's work: write the gradient (at the end of the step). */
@@ -265,7 +368,8 @@ static void consume_gradient(struct emu_kernel_arg *a)
 static int host_check_all(struct emu_rank *r, int iter)
 {
     for (size_t g = 0; g < r->ngrad; g++) {
-        if (emu_cu(r, cuMemcpyDtoH(r->host_buf, r->grad[g], emu_grad_bytes(r, g)), "cuMemcpyDtoH"))
+        if (emu_cu(r, emu_gpu->copy_to_host(r->host_buf, r->grad[g], emu_grad_bytes(r, g)),
+                   "cuMemcpyDtoH"))
             return -1;
         check_gradient(r, iter, g, r->host_buf);
     }
@@ -335,27 +439,30 @@ static int alloc_host(struct emu_rank *r)
     }
     r->tail_arg = (struct emu_kernel_arg){.r = r, .ns = r->tail_ns};
     emu_value_sum_table(r->nranks, r->sum_table);
+    if (r->opt->scale_each) /* the same fp32 product as the kernel's, so the check stays exact */
+        for (unsigned k = 0; k < EMU_VALUE_MOD; k++)
+            r->sum_table[k] *= 1.0f / (float)r->nranks;
     return 0;
 }
 
 static int setup_cuda(struct emu_rank *r)
 {
-    CUdevice dev;
     int ndev = 0;
 
-    if (emu_cu(r, cuInit(0), "cuInit") || emu_cu(r, cuDeviceGetCount(&ndev), "cuDeviceGetCount"))
+    if (emu_cu(r, emu_gpu->device_count(&ndev), "device count"))
         return -1;
     if (ndev < 1) {
         fprintf(stderr, "prophet-emu: rank %d: no CUDA device\n", r->rank);
         return -1;
     }
-    if (emu_cu(r, cuDeviceGet(&dev, r->rank % ndev), "cuDeviceGet") ||
-        emu_cu(r, cuDevicePrimaryCtxRetain(&r->ctx, dev), "cuDevicePrimaryCtxRetain") ||
-        emu_cu(r, cuCtxSetCurrent(r->ctx), "cuCtxSetCurrent") ||
-        emu_cu(r, cuStreamCreate(&r->compute, CU_STREAM_NON_BLOCKING), "cuStreamCreate"))
+    r->device = r->rank % ndev;
+    if (emu_cu(r, emu_gpu->set_device(r->device), "set device (primary context)") ||
+        emu_cu(r, emu_gpu->get_kernel(&emu_kernels, "paced", &r->k_paced), "kernel 'paced'") ||
+        emu_cu(r, emu_gpu->get_kernel(&emu_kernels, "scale", &r->k_scale), "kernel 'scale'") ||
+        emu_cu(r, emu_gpu->stream_create(&r->compute, CU_STREAM_NON_BLOCKING), "cuStreamCreate"))
         return -1;
     for (size_t g = 0; g < r->ngrad; g++)
-        if (emu_cu(r, cuMemAlloc(&r->grad[g], emu_grad_bytes(r, g)), "cuMemAlloc"))
+        if (emu_cu(r, emu_gpu->mem_alloc(&r->grad[g], emu_grad_bytes(r, g)), "cuMemAlloc"))
             return -1;
     return 0;
 }
@@ -369,6 +476,8 @@ static const struct emu_mode_ops *mode_ops(enum emu_mode m)
         return &emu_mode_ddp;
     case EMU_MODE_HOROVOD:
         return &emu_mode_horovod;
+    case EMU_MODE_PER_PARAM_SYNC:
+        return &emu_mode_per_param_sync;
     }
     return NULL;
 }
@@ -388,7 +497,7 @@ static int forward(struct emu_rank *r)
             r->fwd_arg[k].iter = r->iter - 1;
             r->fwd_arg[k].work = consume_gradient;
         }
-        if (launch_paced(r, &r->fwd_arg[k], "emuLaunchKernel (forward)"))
+        if (launch_paced(r, &r->fwd_arg[k], "cuLaunchKernel (forward)"))
             return -1;
     }
     return 0;
@@ -400,12 +509,12 @@ static int backward(struct emu_rank *r)
         return -1;
     for (size_t g = 0; g < r->ngrad; g++) {
         r->bwd_arg[g].iter = r->iter;
-        if (launch_paced(r, &r->bwd_arg[g], "emuLaunchKernel (backward)") ||
+        if (launch_paced(r, &r->bwd_arg[g], "cuLaunchKernel (backward)") ||
             r->ops->grad_ready(r, g))
             return -1;
         emu_maybe_kill(r, g);
     }
-    if (r->tail_ns && launch_paced(r, &r->tail_arg, "emuLaunchKernel (backward tail)"))
+    if (r->tail_ns && launch_paced(r, &r->tail_arg, "cuLaunchKernel (backward tail)"))
         return -1;
     return r->ops->end_backward(r);
 }
@@ -430,6 +539,7 @@ static int run_iteration(struct emu_rank *r, double *us)
     } else if (emu_sync(r, r->compute) || take_error(r)) {
         return -1;
     }
+    emu_events_recycle(r);
     *us = now_us() - t0;
     return 0;
 }
@@ -488,9 +598,11 @@ static void teardown(struct emu_rank *r)
     if (r->grad)
         for (size_t g = 0; g < r->ngrad; g++)
             if (r->grad[g])
-                cuMemFree(r->grad[g]);
+                emu_gpu->mem_free(r->grad[g]);
+    for (size_t i = 0; i < r->n_all; i++)
+        emu_gpu->event_destroy(r->ev_all[i]);
     if (r->compute)
-        cuStreamDestroy(r->compute);
+        emu_gpu->stream_destroy(r->compute);
     free(r->count);
     free(r->grad);
     free(r->fwd_ns);
@@ -500,6 +612,9 @@ static void teardown(struct emu_rank *r)
     free(r->calls);
     free(r->bytes);
     free(r->host_buf);
+    free(r->ev_all);
+    free(r->ev_free);
+    free(r->ev_later);
     pthread_mutex_destroy(&r->err_lock);
 }
 
@@ -523,6 +638,10 @@ int emu_rank_main(const struct emu_options *opt, const struct emu_profile *prof,
     struct emu_rank_result *res = &sh->result[rank];
     int err = -1;
 
+    char rank_s[16];
+
+    snprintf(rank_s, sizeof(rank_s), "%d", rank);
+    setenv("EMU_RANK", rank_s, 1); /* EMU_FAULT's rank= (test/emu/cuda/emu_fault.c) */
     r.opt = opt;
     r.prof = prof;
     r.sh = sh;
@@ -531,6 +650,7 @@ int emu_rank_main(const struct emu_options *opt, const struct emu_profile *prof,
     r.total_iters = opt->warmup + opt->iters;
     r.ngrad = prof->n;
     r.ops = mode_ops(opt->mode);
+    emu_gpu = opt->cuda_api == EMU_CUDA_API_DRIVER ? &emu_gpu_driver : &emu_gpu_runtime;
     r.jitter_state =
         (opt->seed ^ 0x9e3779b97f4a7c15ull) * 0xbf58476d1ce4e5b9ull + (uint64_t)rank + 1;
     if (!r.jitter_state)

@@ -34,6 +34,7 @@ struct emu_mode_ops {
 extern const struct emu_mode_ops emu_mode_per_tensor;
 extern const struct emu_mode_ops emu_mode_ddp;
 extern const struct emu_mode_ops emu_mode_horovod;
+extern const struct emu_mode_ops emu_mode_per_param_sync;
 
 /* An emulated compute kernel: paced on the compute stream's virtual clock, then `work`. */
 struct emu_kernel_arg {
@@ -55,7 +56,9 @@ struct emu_rank {
     int total_iters;
     int iter; /* iteration being issued by the main thread */
 
-    CUcontext ctx;
+    int device;          /* this rank's device (its primary context) */
+    const void *k_paced; /* the emulated kernels (gpu.h) */
+    const void *k_scale;
     CUstream compute;
     ncclComm_t comm;
 
@@ -75,6 +78,10 @@ struct emu_rank {
     uint64_t pace_end_ns; /* end of the last kernel on the virtual clock (compute stream thread) */
     int compute_waited;   /* waits enqueued on the compute stream since the last kernel */
     CUevent waited_event; /* the last of them */
+
+    /* PyTorch's CUDA event cache (handles reused, never destroyed before teardown) */
+    CUevent *ev_all, *ev_free, *ev_later;
+    size_t n_all, n_free, n_later, cap_events;
 
     uint64_t *calls; /* per iteration, written by the thread that issues the calls */
     uint64_t *bytes;
@@ -112,6 +119,26 @@ void emu_rank_record_error(struct emu_rank *r, const char *fmt, ...)
  * counting it; on the mismatch rank the first call of iteration 1 is an ncclBroadcast instead. */
 int emu_allreduce(struct emu_rank *r, int iter, CUdeviceptr send, CUdeviceptr recv, size_t count,
                   CUstream s);
+
+/* The event cache, as PyTorch's: emu_event_get takes a handle from the cache (creating one when
+ * it is empty); emu_event_release gives one back once its work is consumed; released handles are
+ * reused after the host synchronised the compute stream at the end of the iteration
+ * (emu_events_recycle), as PyTorch's Work objects die some time after their wait. */
+int emu_event_get(struct emu_rank *r, CUevent *e);
+void emu_event_release(struct emu_rank *r, CUevent e);
+void emu_events_recycle(struct emu_rank *r);
+
+/* One all-reduce's two events, recorded on its stream right after the call: the work's end event
+ * and the future's event (PyTorch records both). */
+struct emu_work_events {
+    CUevent end;
+    CUevent fut;
+};
+int emu_record_work(struct emu_rank *r, CUstream s, struct emu_work_events *w);
+void emu_release_work(struct emu_rank *r, struct emu_work_events *w);
+
+/* Launches the kernel d[i] *= f (i < n) on stream s. */
+int emu_launch_scale(struct emu_rank *r, CUdeviceptr d, uint64_t n, float f, CUstream s);
 
 /* The compute stream waits on event e (cuStreamWaitEvent); the next kernel's clock restarts when
  * e fired. e must not be recorded again before that kernel ran (modes keep one event per

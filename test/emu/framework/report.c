@@ -157,6 +157,8 @@ static int write_json(const struct emu_options *opt, const struct emu_profile *p
                           opt->scale, "elements_scale", opt->elements_scale, "ok", ok);
     int err;
 
+    if (o)
+        json_object_set_new(o, "cuda_api", json_string(emu_cuda_api_name(opt->cuda_api)));
     if (o && opt->kill_rank >= 0)
         json_object_set_new(o, "kill", kill_json(opt, sh));
     if (o && opt->rss_at >= 0)

@@ -7,6 +7,9 @@ usage: test_emu.py CASE BIN PROFILE [MODE]
   json        --json OUT parses and holds the expected fields and call/byte counts
   mismatch    --mismatch-rank fails fast (exit 1) and stderr names both collectives
   corrupt     --corrupt-rank makes the ranks report the wrong element (exit 1)
+  lookups     --cuda-api runtime takes the framework's entry points from cuGetProcAddress
+              (emulated driver's counts, EMU_CUDA_PROC_DUMP), --cuda-api driver does not, and
+              the emulated NCCL always does
 """
 import json
 import os
@@ -183,10 +186,52 @@ def case_corrupt(emu, profile, mode):
     print("ok: corrupted input detected (%s)" % mode)
 
 
+def proc_lookups(emu, profile, api, ranks):
+    """Lookup counts {(name, flags): n} summed over the processes of one run."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "lookups")
+        env = dict(os.environ, EMU_CUDA_PROC_DUMP=path)
+        p = subprocess.run([emu, "--ranks", str(ranks), "--profile", profile, "--mode", "ddp",
+                            "--iters", "1", "--cuda-api", api] + FAST,
+                           capture_output=True, text=True, timeout=50, env=env)
+        if p.returncode != 0:
+            fail("--cuda-api %s: exit %d: %s" % (api, p.returncode, p.stderr))
+        counts = {}
+        for line in open(path) if os.path.exists(path) else []:
+            name, flags, n = line.split()
+            counts[(name, int(flags))] = counts.get((name, int(flags)), 0) + int(n)
+        return counts
+
+
+def case_lookups(emu, profile, mode):
+    ranks = 2
+    rt = proc_lookups(emu, profile, "runtime", ranks)
+    drv = proc_lookups(emu, profile, "driver", ranks)
+    # per rank (runtime, driver): the runtime double asks once per function and flavour, the
+    # NCCL double once per function (legacy-stream flavour for stream-ordered ones)
+    per_rank = {
+        ("cuGetProcAddress", 0): (2, 1),  # the self-queries
+        ("cuLaunchKernel", 2): (1, 0), ("cuMemcpyAsync", 2): (1, 0),
+        ("cuStreamSynchronize", 2): (1, 0), ("cuMemcpy", 2): (1, 0),
+        ("cuMemcpyAsync", 1): (1, 0), ("cuStreamCreate", 0): (1, 0),
+        ("cuLaunchKernel", 1): (2, 1), ("cuEventRecord", 1): (2, 1),
+        ("cuStreamWaitEvent", 1): (2, 1), ("cuModuleLoadData", 0): (2, 1),
+        ("cuMemAlloc", 0): (2, 1), ("cuEventCreate", 0): (2, 1),
+    }
+    want = {k: (ranks * a, ranks * b) for k, (a, b) in per_rank.items()}
+    for key, (n_rt, n_drv) in want.items():
+        if rt.get(key, 0) != n_rt or drv.get(key, 0) != n_drv:
+            fail("%s flags %d: runtime %d (want %d), driver %d (want %d)" %
+                 (key[0], key[1], rt.get(key, 0), n_rt, drv.get(key, 0), n_drv))
+    print("ok: lookups per name and flavour: runtime %d, driver %d entries" %
+          (len(rt), len(drv)))
+
+
 if __name__ == "__main__":
     if len(sys.argv) < 4:
         print(__doc__)
         sys.exit(2)
     case = {"help": case_help, "bad-option": case_bad_option, "json": case_json,
-            "mismatch": case_mismatch, "corrupt": case_corrupt}[sys.argv[1]]
+            "mismatch": case_mismatch, "corrupt": case_corrupt,
+            "lookups": case_lookups}[sys.argv[1]]
     case(sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else None)

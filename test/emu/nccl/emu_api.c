@@ -4,6 +4,7 @@
  * library. A group (or a single call) becomes one emu_work per communicator, launched with
  * cuLaunchHostFunc on the stream of the communicator's first operation in the group; stream work
  * of one communicator runs in enqueue order (tickets). */
+#include "emu_cudrv.h"
 #include "emu_dtype.h"
 #include "emu_nccl.h"
 
@@ -107,7 +108,8 @@ EMU_ALIAS(ncclGetUniqueId);
 static int current_device(void)
 {
     CUdevice dev = 0;
-    if (cuCtxGetDevice(&dev) != CUDA_SUCCESS)
+    const struct emu_cudrv *d = emu_cudrv();
+    if (!d || d->cuCtxGetDevice(&dev) != CUDA_SUCCESS)
         return 0;
     return (int)dev;
 }
@@ -177,6 +179,7 @@ EMU_ALIAS(ncclCommInitRankConfig);
 
 EMU_API ncclResult_t pncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank)
 {
+    EMU_NCCL_FAULT_POINT("ncclCommInitRank");
     return init_rank(comm, nranks, &commId, rank, 1, current_device());
 }
 EMU_ALIAS(ncclCommInitRank);
@@ -375,7 +378,7 @@ EMU_API ncclResult_t pncclMemAlloc(void **ptr, size_t size)
         *ptr = NULL;
         return ncclSuccess;
     }
-    if (cuMemAlloc(&p, size) != CUDA_SUCCESS)
+    if (!emu_cudrv() || emu_cudrv()->cuMemAlloc(&p, size) != CUDA_SUCCESS)
         return ncclUnhandledCudaError;
     *ptr = (void *)(uintptr_t)p;
     return ncclSuccess;
@@ -384,7 +387,8 @@ EMU_ALIAS(ncclMemAlloc);
 
 EMU_API ncclResult_t pncclMemFree(void *ptr)
 {
-    if (ptr && cuMemFree((CUdeviceptr)(uintptr_t)ptr) != CUDA_SUCCESS)
+    if (ptr &&
+        (!emu_cudrv() || emu_cudrv()->cuMemFree((CUdeviceptr)(uintptr_t)ptr) != CUDA_SUCCESS))
         return ncclUnhandledCudaError;
     return ncclSuccess;
 }
@@ -450,7 +454,7 @@ EMU_ALIAS(ncclRedOpDestroy);
 
 /* ---- stream work ---------------------------------------------------------------------- */
 
-static void CUDA_CB work_host_fn(void *arg)
+static void work_host_fn(void *arg)
 {
     struct emu_work *w = arg;
     struct emu_comm *c = w->comm;
@@ -485,7 +489,8 @@ static void CUDA_CB work_host_fn(void *arg)
 static int stream_capturing(CUstream s)
 {
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (cuStreamIsCapturing(s, &st) != CUDA_SUCCESS)
+    const struct emu_cudrv *d = emu_cudrv();
+    if (!d || d->cuStreamIsCapturing(s, &st) != CUDA_SUCCESS)
         return 0;
     return st == CU_STREAM_CAPTURE_STATUS_ACTIVE;
 }
@@ -514,10 +519,10 @@ static ncclResult_t launch_comm(struct emu_comm *c, const struct emu_op *ops, in
         c->refs++;
     }
     pthread_mutex_unlock(&c->mu);
-    if (cuLaunchHostFunc(s, work_host_fn, w) != CUDA_SUCCESS) {
-        fprintf(stderr, "emu-nccl: comm 0x%llx rank %d: cuLaunchHostFunc failed\n",
+    if (emu_cudrv_launch(s, work_host_fn, w) != CUDA_SUCCESS) {
+        fprintf(stderr, "emu-nccl: comm 0x%llx rank %d: cuLaunchKernel failed\n",
                 (unsigned long long)c->hash, c->rank);
-        emu_set_last_error("emu-nccl: cuLaunchHostFunc failed");
+        emu_set_last_error("emu-nccl: cuLaunchKernel failed");
         /* the ticket can never be served: fail the communicator so nothing waits for it */
         atomic_store(&c->aborted, 1);
         emu_comm_fail(c, ncclUnhandledCudaError);
@@ -547,10 +552,12 @@ static int stream_index(CUstream *streams, int n, CUstream s)
 /* Records an event of the work enqueued so far on s. */
 static ncclResult_t mark_stream(CUstream s, CUevent *ev)
 {
-    if (cuEventCreate(ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+    const struct emu_cudrv *d = emu_cudrv();
+
+    if (!d || d->cuEventCreate(ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
         return ncclUnhandledCudaError;
-    if (cuEventRecord(*ev, s) != CUDA_SUCCESS) {
-        cuEventDestroy(*ev);
+    if (d->cuEventRecord(*ev, s) != CUDA_SUCCESS) {
+        d->cuEventDestroy(*ev);
         *ev = NULL;
         return ncclUnhandledCudaError;
     }
@@ -560,7 +567,7 @@ static ncclResult_t mark_stream(CUstream s, CUevent *ev)
 /* Makes `waiter` wait for event ev (NULL: nothing to wait for). */
 static ncclResult_t wait_mark(CUstream waiter, CUevent ev)
 {
-    if (ev && cuStreamWaitEvent(waiter, ev, 0) != CUDA_SUCCESS)
+    if (ev && emu_cudrv()->cuStreamWaitEvent(waiter, ev, 0) != CUDA_SUCCESS)
         return ncclUnhandledCudaError;
     return ncclSuccess;
 }
@@ -621,12 +628,12 @@ static ncclResult_t launch_group(const struct emu_op *ops, int n)
             if (streams[k] != launch[l] && (r = wait_mark(streams[k], post)))
                 rc = r;
         }
-        cuEventDestroy(post);
+        emu_cudrv()->cuEventDestroy(post);
     }
 out:
     for (int k = 0; pre && k < nstreams; k++) {
         if (pre[k])
-            cuEventDestroy(pre[k]);
+            emu_cudrv()->cuEventDestroy(pre[k]);
     }
     free(pre);
     free(sorted);
@@ -780,6 +787,7 @@ EMU_API ncclResult_t pncclAllReduce(const void *sendbuff, void *recvbuff, size_t
                                     ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                     cudaStream_t stream)
 {
+    EMU_NCCL_FAULT_POINT("ncclAllReduce");
     return enqueue(
         EMU_OP(EMU_OP_ALLREDUCE, sendbuff, recvbuff, count, datatype, op, 0, comm, stream));
 }
@@ -798,6 +806,7 @@ EMU_API ncclResult_t pncclBroadcast(const void *sendbuff, void *recvbuff, size_t
                                     ncclDataType_t datatype, int root, ncclComm_t comm,
                                     cudaStream_t stream)
 {
+    EMU_NCCL_FAULT_POINT("ncclBroadcast");
     return enqueue(
         EMU_OP(EMU_OP_BROADCAST, sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream));
 }

@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,27 @@ static int env_addr(const char *name, struct in_addr *out)
     return 1;
 }
 
+/* EMU_NCCL_BW_CHANGE=MS:BW, e.g. "2000:250Mbit": the link runs at BW from MS milliseconds after
+ * this process's first paced transfer on (a link that changes speed in the middle of a run). */
+static void env_read_change(void)
+{
+    const char *s = getenv("EMU_NCCL_BW_CHANGE");
+    char *end;
+    long long ms;
+
+    env.change_ms = -1;
+    if (!s || !*s)
+        return;
+    ms = strtoll(s, &end, 10);
+    if (end == s || *end != ':' || ms < 0 || (env.bw_after = emu_parse_bw(end + 1)) < 0) {
+        fprintf(stderr,
+                "emu-nccl: ignoring EMU_NCCL_BW_CHANGE=%s (want MS:BW, e.g. 2000:250Mbit)\n", s);
+        env.bw_after = 0;
+        return;
+    }
+    env.change_ms = ms;
+}
+
 static void env_read(void)
 {
     const char *bw = getenv("EMU_NCCL_BW");
@@ -83,6 +105,7 @@ static void env_read(void)
             env.bw = 0;
         }
     }
+    env_read_change();
     env.latency_us = env_int("EMU_NCCL_LATENCY_US", 0);
     env.timeout_ms = env_int("EMU_NCCL_TIMEOUT_MS", 30000);
     if (env.timeout_ms == 0)
@@ -98,4 +121,20 @@ const struct emu_env *emu_env(void)
 {
     pthread_once(&env_once, env_read);
     return &env;
+}
+
+double emu_link_bw(void)
+{
+    static _Atomic int64_t first_ns; /* the first paced transfer; 0 until then */
+    const struct emu_env *e = emu_env();
+    int64_t now, zero = 0;
+
+    if (e->change_ms < 0)
+        return e->bw;
+    now = emu_now_ns();
+    if (!atomic_compare_exchange_strong(&first_ns, &zero, now))
+        now -= atomic_load(&first_ns);
+    else
+        now = 0;
+    return now >= e->change_ms * 1000000 ? e->bw_after : e->bw;
 }

@@ -11,6 +11,17 @@
 #include <netinet/in.h>
 
 #define EMU_API __attribute__((visibility("default")))
+
+/* First statement of an entry point that EMU_FAULT can make fail. The faults are counted by the
+ * emulated driver (emuFaultHit, test/emu/cuda/emu_fault.c), found with dlsym: NCCL is not linked to
+ * libcuda (emu_cudrv.c). */
+int emu_nccl_fault_hit(const char *name, int *code);
+#define EMU_NCCL_FAULT_POINT(name)                                                                 \
+    do {                                                                                           \
+        int emu_fault_code_ = ncclInternalError;                                                   \
+        if (emu_nccl_fault_hit(name, &emu_fault_code_))                                            \
+            return (ncclResult_t)emu_fault_code_;                                                  \
+    } while (0)
 /* The communicator is nccl.h's opaque struct ncclComm. */
 #define emu_comm ncclComm
 #define EMU_ID_MAGIC 0x454d554e43434c31ull /* "EMUNCCL1" */
@@ -97,6 +108,8 @@ struct emu_work {
 /* emu_env.c */
 struct emu_env {
     double bw;          /* bytes/s per outgoing link, 0 = unpaced */
+    double bw_after;    /* EMU_NCCL_BW_CHANGE: the link's speed from change_ms on (0 = unpaced) */
+    int64_t change_ms;  /* ms after the first paced transfer; -1 = no change */
     int64_t latency_us; /* once per fused pass */
     int64_t timeout_ms;
     int debug;
@@ -106,6 +119,8 @@ struct emu_env {
     int have_root_addr;
 };
 const struct emu_env *emu_env(void);
+/* The paced bandwidth in force now (EMU_NCCL_BW, then EMU_NCCL_BW_CHANGE's after its time). */
+double emu_link_bw(void);
 int64_t emu_now_ns(void);
 /* Parse "1Gbit", "10Gbit", "125MB", "1e9" into bytes/s; <0 when invalid. */
 double emu_parse_bw(const char *s);

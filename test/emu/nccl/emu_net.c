@@ -42,7 +42,7 @@ static double bucket_burst(double bw)
  * small burst, so short messages are not sped up. */
 static size_t bucket_take(int device, size_t want, int64_t *wait_ns)
 {
-    double bw = emu_env()->bw, cap, need;
+    double bw = emu_link_bw(), cap, need;
     struct emu_bucket *b;
     int64_t now;
     size_t grant = 0;
@@ -77,7 +77,7 @@ static void bucket_give_back(int device, size_t bytes)
 {
     struct emu_bucket *b;
 
-    if (emu_env()->bw <= 0 || bytes == 0)
+    if (emu_link_bw() <= 0 || bytes == 0)
         return;
     b = &buckets[(unsigned)device % EMU_MAX_DEVICES];
     pthread_mutex_lock(&b->mu);

@@ -632,6 +632,31 @@ static void rank_mismatch(int rank, int n, const ncclUniqueId *ids)
     NC(ncclCommAbort(rc.comm));
 }
 
+/* EMU_FAULT="ncclAllReduce:2:rank=1:rc=5" (set by the test): rank 1's second ncclAllReduce
+ * returns ncclInvalidUsage and enqueues nothing; every other call succeeds, so rank 1 retries
+ * and every rank ends with the same two sums. */
+static void rank_fault(int rank, int n, const ncclUniqueId *ids)
+{
+    struct rank_ctx rc;
+    float *buf = dev_alloc(4 * sizeof(float));
+    ncclResult_t want;
+
+    rank_setup(&rc, rank, n, &ids[0]);
+    for (int i = 0; i < 4; i++)
+        buf[i] = 1.0f;
+    NC(ncclAllReduce(buf, buf, 4, ncclFloat32, ncclSum, rc.comm, rc.stream));
+    want = rank == 1 ? ncclInvalidUsage : ncclSuccess;
+    if (ncclAllReduce(buf, buf, 4, ncclFloat32, ncclSum, rc.comm, rc.stream) != want)
+        FAIL("second ncclAllReduce: want %d", (int)want);
+    if (rank == 1)
+        NC(ncclAllReduce(buf, buf, 4, ncclFloat32, ncclSum, rc.comm, rc.stream));
+    sync_stream(&rc);
+    for (int i = 0; i < 4; i++)
+        if (buf[i] != (float)(n * n))
+            FAIL("element %d = %g, want %d", i, buf[i], n * n);
+    NC(ncclCommDestroy(rc.comm));
+}
+
 static void rank_peerdeath(int rank, int n, const ncclUniqueId *ids)
 {
     struct rank_ctx rc;
@@ -842,6 +867,45 @@ static void rank_pacing(int rank, int n, const ncclUniqueId *ids)
     NC(ncclCommDestroy(rc.comm));
 }
 
+/* EMU_NCCL_BW_CHANGE: the link slows from 1 Gbit/s to 250 Mbit/s 1.5 s after the first paced
+ * transfer. Times 10 MB all-reduces for 3.2 s and checks the best one before 1.3 s and the best one
+ * after 1.7 s each against the ring model at the speed in force then (within 15%). */
+static void rank_pacing_change(int rank, int n, const ncclUniqueId *ids)
+{
+    struct rank_ctx rc;
+    size_t count = 10000000 / 4;
+    float *sb = dev_alloc(count * 4), *rb = dev_alloc(count * 4);
+    double before = INFINITY, after = INFINITY, t_start = -1, want_before, want_after;
+
+    rank_setup(&rc, rank, n, &ids[0]);
+    for (size_t i = 0; i < count; i++)
+        sb[i] = (float)((i + (size_t)rank) % 17);
+    want_before = 2.0 * (n - 1) / n * (double)(count * 4) / parse_bw("1Gbit");
+    want_after = 2.0 * (n - 1) / n * (double)(count * 4) / parse_bw("250Mbit");
+    for (;;) {
+        double t0 = now_s(), t, since;
+        NC(ncclAllReduce(sb, rb, count, ncclFloat32, ncclSum, rc.comm, rc.stream));
+        sync_stream(&rc);
+        t = now_s() - t0;
+        if (t_start < 0)
+            t_start = t0;
+        since = t0 - t_start;
+        if (since + t < 1.3 && t < before)
+            before = t;
+        if (since > 1.7 && t < after)
+            after = t;
+        if (since > 3.2)
+            break;
+    }
+    printf(
+        "pacing_change: rank %d: best %.3f s before (model %.3f s), %.3f s after (model %.3f s)\n",
+        rank, before, want_before, after, want_after);
+    fflush(stdout);
+    if (fabs(before / want_before - 1) > 0.15 || fabs(after / want_after - 1) > 0.15)
+        FAIL("the link did not change speed as EMU_NCCL_BW_CHANGE says");
+    NC(ncclCommDestroy(rc.comm));
+}
+
 /* ---- single-process scenarios ---------------------------------------------------------- */
 
 static int scenario_symbols(const char *lib)
@@ -1016,7 +1080,9 @@ static const struct {
     {"nonblocking", rank_nonblocking},
     {"capture", rank_capture},
     {"mismatch", rank_mismatch},
+    {"fault", rank_fault},
     {"pacing", rank_pacing},
+    {"pacing_change", rank_pacing_change},
 };
 
 static rank_fn find_rank_fn(const char *scenario)
@@ -1042,6 +1108,7 @@ static int rank_main(int argc, char **argv)
         return 2;
     fn = find_rank_fn(argv[2]);
     g_rank = atoi(argv[3]);
+    setenv("EMU_RANK", argv[3], 1); /* the rank EMU_FAULT's rank= names */
     n = atoi(argv[4]);
     hex = argv[5];
     memset(ids, 0, sizeof(ids));
@@ -1106,6 +1173,17 @@ int main(int argc, char **argv)
         return run_ranks(n, 1, "nonblocking", 20, NULL, NULL) != 0;
     if (!strcmp(what, "capture"))
         return run_ranks(n, 1, "capture", 20, NULL, NULL) != 0;
+    if (!strcmp(what, "fault")) { /* EMU_FAULT set by the test: the rank checks its call */
+        const char *hit = "emu-fault: ncclAllReduce call 2 fails with 5 (rank 1)";
+        int bad;
+        fails = run_ranks(n, 1, "fault", 20, &err, &elapsed);
+        fputs(err, stderr);
+        bad = fails || !strstr(err, hit) || strstr(strstr(err, hit) + 1, "emu-fault:");
+        free(err);
+        if (bad)
+            fprintf(stderr, "FAIL: %d ranks failed, or not exactly one '%s'\n", fails, hit);
+        return bad;
+    }
     if (!strcmp(what, "mismatch")) {
         int bad;
         fails = run_ranks(n, 1, "mismatch", 20, &err, &elapsed);
@@ -1135,10 +1213,16 @@ int main(int argc, char **argv)
         fails = run_ranks(n, 1, "pacing", 100, NULL, &elapsed);
         return fails != 0;
     }
+    if (!strcmp(what, "pacing_change")) {
+        setenv("EMU_NCCL_BW", "1Gbit", 1);
+        setenv("EMU_NCCL_BW_CHANGE", "1500:250Mbit", 1);
+        fails = run_ranks(n, 1, "pacing_change", 100, NULL, &elapsed);
+        return fails != 0;
+    }
     fprintf(stderr,
             "usage: %s symbols LIB | dtype | api | initall N | correctness N | "
             "group2comms N | split N | mismatch N | peerdeath N | abort N | "
-            "nonblocking N | capture N | pacing N BYTES\n",
+            "nonblocking N | capture N | fault N | pacing N BYTES | pacing_change N\n",
             argv[0]);
     return 2;
 }

@@ -1,0 +1,239 @@
+/* The life of a communicator, in one place and calling only downward (docs: preload/README.md,
+ * "Layout"). NCCL's ncclCommDestroy/commFree are the model:
+ *   created   prophet_comm_created (comm_state.c), from interpose_comm.c after NCCL's init
+ *   setup     prophet_comm_setup: on the first scheduled call, agreed by a vote of every rank;
+ *             starts the process's runtime
+ *             (CUDA driver, poller thread) once, then the comm's models, stream X, gate, log
+ *   retire    prophet_comm_retire: Destroy/Finalize release the held block first, then X drains;
+ *             Abort/Revoke drop it; summary, log closed, models freed. The GPU resources go when
+ *             the poller has seen the last launched block complete (prophet_comm_gpu_release).
+ *   exit      prophet_comm_life_exit: the poller stops, every live comm releases its held block
+ *             (process exit is a program-order point), summaries, logs closed. Run by init.c's
+ *             atexit handler through the hook registered here. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prophet_preload.h"
+
+#define PROPHET_HOSTMEM_BYTES (256 + PROPHET_PLAN_WIRE_BYTES)
+#define PROPHET_VOTE_OFFSET 128 /* the setup vote's word, after the gate word */
+
+static pthread_mutex_t prophet_runtime_lock = PTHREAD_MUTEX_INITIALIZER;
+static int prophet_runtime_rc = 1; /* 1 = not tried yet */
+
+static void prophet_comm_life_exit(void)
+{
+    prophet_poller_stop();
+    for (prophet_comm_t *c = prophet_comm_list(); c; c = c->next_all) {
+        pthread_mutex_lock(&c->lock);
+        if (atomic_load(&c->alive))
+            prophet_release_pending(c); /* process exit is a program-order point */
+        prophet_comm_summary(c);
+        prophet_logb_close(c);
+        pthread_mutex_unlock(&c->lock);
+    }
+}
+
+/* CUDA driver, poller thread, bandwidth source: once, on the first communicator. 0 ok. */
+static int prophet_init_runtime(void)
+{
+    pthread_mutex_lock(&prophet_runtime_lock);
+    if (prophet_runtime_rc != 1)
+        goto out;
+    prophet_init_mark_heavy();
+    prophet_runtime_rc = -1;
+    if (prophet_cuda_load() != 0)
+        goto out;
+    if (prophet_poller_start() != 0) {
+        prophet_msg(PROPHET_LOG_WARN, "cannot start the poller thread; passthrough");
+        goto out;
+    }
+    prophet_runtime_rc = 0;
+out:
+    pthread_mutex_unlock(&prophet_runtime_lock);
+    return prophet_runtime_rc;
+}
+
+void prophet_comm_life_created(ncclComm_t handle, int rank, int nranks, const ncclConfig_t *config,
+                               int inherit_blocking_from_parent, ncclComm_t parent)
+{
+    prophet_init_set_exit_hook(prophet_comm_life_exit);
+    prophet_comm_created(handle, rank, nranks, config, inherit_blocking_from_parent, parent);
+}
+
+static int prophet_comm_setup_cuda(prophet_comm_t *c)
+{
+    void *mem = NULL;
+    CUresult rc;
+    const char *what;
+
+#define PROPHET_TRY(call, name)                                                                    \
+    do {                                                                                           \
+        what = name;                                                                               \
+        if ((rc = (call)) != CUDA_SUCCESS)                                                         \
+            goto fail;                                                                             \
+    } while (0)
+    PROPHET_TRY(prophet_cu.CtxGetCurrent(&c->ctx), "cuCtxGetCurrent");
+    what = "a current CUDA context";
+    rc = CUDA_ERROR_INVALID_CONTEXT;
+    if (!c->ctx)
+        goto fail;
+    PROPHET_TRY(prophet_cu.StreamCreate(&c->x, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    PROPHET_TRY(prophet_cu.MemHostAlloc(&mem, PROPHET_HOSTMEM_BYTES,
+                                        CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE),
+                "cuMemHostAlloc");
+    memset(mem, 0, PROPHET_HOSTMEM_BYTES);
+    c->gate_host = mem;
+    c->plan_host = (char *)mem + 256;
+    PROPHET_TRY(prophet_cu.MemHostGetDevicePointer(&c->gate_dev, mem, 0),
+                "cuMemHostGetDevicePointer");
+    c->plan_dev = c->gate_dev + 256;
+    PROPHET_TRY(prophet_cu.EventCreate(&c->plan_event, CU_EVENT_DEFAULT), "cuEventCreate");
+    PROPHET_TRY(prophet_cu.EventCreate(&c->base_event, CU_EVENT_DEFAULT), "cuEventCreate");
+    /* X is idle: the base event fires at once, so base_us is its host instant */
+    c->base_us = prophet_now_us();
+    PROPHET_TRY(prophet_cu.EventRecord(c->base_event, c->x), "cuEventRecord");
+    return 0;
+fail:
+    prophet_comm_fail(c, what, rc);
+    return -1;
+#undef PROPHET_TRY
+}
+
+/* This rank's part of the setup: 0 ok; -1 failed (a WARN line said why, passthrough set). */
+static int prophet_comm_setup_local(prophet_comm_t *c)
+{
+    prophet_learner_opts_t lo = {.learn_iters = prophet_cfg.learn_iters,
+                                 .max_calls = PROPHET_MAX_CALLS};
+    prophet_net_t net0 = {.alpha_us = 20.0, .bandwidth_Bps = 1.25e9, .source = PROPHET_NET_DEFAULT};
+
+    if (c->rank < 0 && prophet_nccl.CommUserRank)
+        prophet_nccl.CommUserRank(c->handle, &c->rank);
+    if (c->nranks < 0 && prophet_nccl.CommCount)
+        prophet_nccl.CommCount(c->handle, &c->nranks);
+    if (prophet_cfg.bandwidth_Bps > 0 || prophet_cfg.alpha_us >= 0) {
+        if (prophet_cfg.bandwidth_Bps > 0)
+            net0.bandwidth_Bps = prophet_cfg.bandwidth_Bps;
+        if (prophet_cfg.alpha_us >= 0)
+            net0.alpha_us = prophet_cfg.alpha_us;
+        net0.source = PROPHET_NET_FIXED;
+    }
+    c->learner = prophet_learner_new(&lo);
+    c->net = prophet_netmodel_new(&net0);
+    c->engine = prophet_engine_new();
+    c->seq = calloc(PROPHET_MAX_CALLS, sizeof(*c->seq));
+    if (!c->learner || !c->net || !c->engine || !c->seq) {
+        prophet_msg(PROPHET_LOG_WARN, "comm %lu: out of memory; passthrough", (unsigned long)c->id);
+        c->passthrough = 1;
+        return -1;
+    }
+    if (prophet_comm_setup_cuda(c) != 0)
+        return -1;
+    /* block mode: the first agreement waits for measured readiness (schedule.c) */
+    c->next_agree_iter =
+        prophet_cfg.gate == PROPHET_GATE_BLOCK ? UINT64_MAX : prophet_cfg.learn_iters;
+    return 0;
+}
+
+/* The setup vote: every rank all-reduces (min) whether its setup succeeded, on the caller's
+ * stream, and waits for the result. 0 if every rank succeeded. Without it a rank whose setup
+ * failed would pass through while its peers issue plan broadcasts and blocks it never joins. The
+ * vote word lies in the comm's mapped host memory, or in 64 bytes of its own (never freed, like
+ * that memory) when the setup failed before having it. */
+static int prophet_comm_setup_vote(prophet_comm_t *c, CUstream st, int ok)
+{
+    volatile int32_t *word = NULL;
+    CUdeviceptr dev = 0;
+    ncclResult_t nrc;
+    CUresult rc;
+    void *mem = NULL;
+
+    if (c->gate_host && c->gate_dev) {
+        word = (volatile int32_t *)((char *)c->gate_host + PROPHET_VOTE_OFFSET);
+        dev = c->gate_dev + PROPHET_VOTE_OFFSET;
+    } else if ((rc = prophet_cu.MemHostAlloc(
+                    &mem, 64, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE)) !=
+                   CUDA_SUCCESS ||
+               (rc = prophet_cu.MemHostGetDevicePointer(&dev, mem, 0)) != CUDA_SUCCESS) {
+        prophet_msg(PROPHET_LOG_WARN,
+                    "comm %lu: no memory for the setup vote (%s): its peers wait for this rank",
+                    (unsigned long)c->id, prophet_cuda_errstr(rc));
+        return -1;
+    } else {
+        word = mem;
+    }
+    *word = ok ? 1 : 0;
+    nrc = prophet_nccl.AllReduce((const void *)(uintptr_t)dev, (void *)(uintptr_t)dev, 1, ncclInt32,
+                                 ncclMin, c->handle, st);
+    if (nrc != ncclSuccess) {
+        prophet_msg(PROPHET_LOG_WARN, "comm %lu: the setup vote failed (%s)", (unsigned long)c->id,
+                    prophet_nccl.GetErrorString ? prophet_nccl.GetErrorString(nrc) : "?");
+        return -1;
+    }
+    if ((rc = prophet_cu.StreamSynchronize(st)) != CUDA_SUCCESS) {
+        prophet_msg(PROPHET_LOG_WARN, "comm %lu: waiting for the setup vote failed (%s)",
+                    (unsigned long)c->id, prophet_cuda_errstr(rc));
+        return -1;
+    }
+    return *word == 1 ? 0 : -1;
+}
+
+int prophet_comm_setup(prophet_comm_t *c, CUstream st)
+{
+    CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
+    int ok;
+
+    if (c->setup)
+        return c->setup > 0 ? 0 : -1;
+    if (prophet_init_runtime() != 0) { /* no driver: cannot vote either */
+        c->setup = -1;
+        c->passthrough = 1;
+        return -1;
+    }
+    /* the vote cannot wait on a capturing stream: set up at a later call (program order) */
+    if (prophet_cu.StreamIsCapturing(st, &cap) == CUDA_SUCCESS &&
+        cap != CU_STREAM_CAPTURE_STATUS_NONE)
+        return -1;
+    c->setup = -1;
+    ok = prophet_comm_setup_local(c) == 0;
+    if (prophet_comm_setup_vote(c, st, ok) != 0) {
+        if (ok)
+            prophet_msg(PROPHET_LOG_WARN,
+                        "comm %lu: setup failed on another rank; this communicator passes "
+                        "through on every rank",
+                        (unsigned long)c->id);
+        c->passthrough = 1;
+        return -1;
+    }
+    c->setup = 1;
+    prophet_logb_open(c);
+    return 0;
+}
+
+void prophet_comm_retire(prophet_comm_t *c, int abort)
+{
+    pthread_mutex_lock(&c->lock);
+    if (!atomic_load(&c->alive))
+        goto out;
+    if (!abort) {
+        prophet_release_pending(c);
+        /* destroy/finalize is a host-blocking point anyway: let X finish before NCCL tears the
+         * comm down (X waits only for ready events of calls already made) */
+        if (c->x)
+            prophet_cu.StreamSynchronize(c->x);
+    } else {
+        /* Abort: held calls were never launched and have no gate; they are dropped with the comm */
+        for (uint32_t i = 0; i < c->pending.n; i++)
+            prophet_comm_event_put(c, c->pending.m[i].ready);
+        c->pending.n = 0;
+    }
+    atomic_store(&c->alive, 0);
+    prophet_comm_summary(c);
+    prophet_logb_close(c);
+    /* the learner, engine and net model are not needed any more; X and the events are released
+     * by the poller (prophet_comm_gpu_release) once every launched block has completed */
+    prophet_comm_free_models(c);
+out:
+    pthread_mutex_unlock(&c->lock);
+}

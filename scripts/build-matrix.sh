@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Builds what a user installs (target prophet-dist: libprophet.so, its eBPF plugin and the programs)
+# with every CMake build type and every compiler, warnings as errors, in build-matrix/CC-TYPE.
+#   scripts/build-matrix.sh [--compilers "gcc clang"] [--types "Debug Release ..."] [--out DIR]
+# Exit status: the number of configurations that failed (0: all built clean).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+compilers="gcc clang"
+types="Debug Release RelWithDebInfo MinSizeRel"
+out=build-matrix
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --compilers) compilers=$2; shift 2 ;;
+    --types) types=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    -h|--help) sed -n '2,5p' "$0"; exit 0 ;;
+    *) echo "build-matrix.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+jobs=$(nproc 2>/dev/null || echo 2)
+gen=()
+command -v ninja >/dev/null && gen=(-G Ninja)
+mkdir -p "$out" || exit 1
+failed=0
+for cc in $compilers; do
+  for type in $types; do
+    dir=$out/$cc-$type
+    t0=$SECONDS
+    if cmake -S . -B "$dir" "${gen[@]}" -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE="$type" \
+         -DPROPHET_WERROR=ON >"$dir.log" 2>&1 &&
+       cmake --build "$dir" -j"$jobs" --target prophet-dist >>"$dir.log" 2>&1; then
+      echo "build-matrix: $cc $type ok ($((SECONDS - t0)) s)"
+    else
+      echo "build-matrix: $cc $type FAILED ($dir.log):"
+      grep -E "error|warning" "$dir.log" | head -20
+      failed=$((failed + 1))
+    fi
+  done
+done
+exit $failed

@@ -1,0 +1,145 @@
+/* Emulated modules and kernels: cuModuleLoadData (an emuModuleImage, see emu_cuda.h),
+ * cuModuleGetFunction, cuModuleUnload, cuLaunchKernel (parameters copied at launch, the kernel's
+ * host function run on the stream's thread). */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emu_cuda.h"
+#include "emu_internal.h"
+
+#define EMU_MOD_LIVE 0x6d6f64756c65ull /* a loaded module */
+#define EMU_FUNC_LIVE 0x66756e6374ull  /* a function of a loaded module */
+
+struct CUfunc_st {
+    uint64_t live;
+    const struct emuKernelDef *def;
+};
+
+struct CUmod_st {
+    uint64_t live;
+    size_t n;
+    struct CUfunc_st *funcs;
+    struct CUmod_st *next; /* every module ever loaded */
+};
+
+/* Modules are never freed: an unloaded one stays as a dead handle, so that a stale CUmodule or
+ * CUfunction gets CUDA_ERROR_INVALID_HANDLE (as from a real driver) instead of a use after free,
+ * and a module loaded for the process's life (the emulated NCCL's) is not a leak. */
+static struct CUmod_st *emu_modules;
+static pthread_mutex_t emu_modules_lock = PTHREAD_MUTEX_INITIALIZER;
+
+CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+    CUresult rc = emu_check_init();
+    const struct emuModuleImage *img = image;
+
+    if (rc)
+        return rc;
+    if (!module || !img)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (img->magic != EMU_MODULE_MAGIC || (img->nkernels && !img->kernels))
+        return CUDA_ERROR_INVALID_IMAGE;
+    struct CUmod_st *m = calloc(1, sizeof(*m));
+    struct CUfunc_st *f = calloc(img->nkernels ? img->nkernels : 1, sizeof(*f));
+    if (!m || !f) {
+        free(m);
+        free(f);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    for (size_t i = 0; i < img->nkernels; i++) {
+        if (!img->kernels[i].name || !img->kernels[i].fn ||
+            img->kernels[i].nparams > EMU_KERNEL_MAX_PARAMS) {
+            free(m);
+            free(f);
+            return CUDA_ERROR_INVALID_IMAGE;
+        }
+        f[i] = (struct CUfunc_st){.live = EMU_FUNC_LIVE, .def = &img->kernels[i]};
+    }
+    pthread_mutex_lock(&emu_modules_lock);
+    *m = (struct CUmod_st){
+        .live = EMU_MOD_LIVE, .n = img->nkernels, .funcs = f, .next = emu_modules};
+    emu_modules = m;
+    pthread_mutex_unlock(&emu_modules_lock);
+    *module = m;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+{
+    CUresult rc = emu_check_init();
+
+    if (rc)
+        return rc;
+    if (!hfunc || !name)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!hmod || hmod->live != EMU_MOD_LIVE)
+        return CUDA_ERROR_INVALID_HANDLE;
+    for (size_t i = 0; i < hmod->n; i++)
+        if (!strcmp(hmod->funcs[i].def->name, name)) {
+            *hfunc = &hmod->funcs[i];
+            return CUDA_SUCCESS;
+        }
+    return CUDA_ERROR_NOT_FOUND;
+}
+
+/* Queued launches of the module's functions must have run before (as on a real GPU, unloading a
+ * module that is in use is undefined). */
+CUresult cuModuleUnload(CUmodule hmod)
+{
+    CUresult rc = emu_check_init();
+
+    if (rc)
+        return rc;
+    if (!hmod || hmod->live != EMU_MOD_LIVE)
+        return CUDA_ERROR_INVALID_HANDLE;
+    for (size_t i = 0; i < hmod->n; i++)
+        hmod->funcs[i].live = 0;
+    hmod->live = 0;
+    return CUDA_SUCCESS;
+}
+
+/* One block: nparams pointers, then each value at an 8-byte aligned offset. */
+static void **copy_params(const struct emuKernelDef *d, void **kernelParams)
+{
+    size_t off = d->nparams * sizeof(void *), total = off;
+
+    for (unsigned i = 0; i < d->nparams; i++)
+        total += (d->param_size[i] + 7) & ~(size_t)7;
+    void **block = malloc(total ? total : 1);
+    if (!block)
+        return NULL;
+    for (unsigned i = 0; i < d->nparams; i++) {
+        block[i] = (char *)block + off;
+        memcpy(block[i], kernelParams[i], d->param_size[i]);
+        off += (d->param_size[i] + 7) & ~(size_t)7;
+    }
+    return block;
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                        unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                        unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                        void **kernelParams, void **extra)
+{
+    CUresult rc = emu_check_init();
+
+    (void)sharedMemBytes;
+    if (rc)
+        return rc;
+    if (!f || f->live != EMU_FUNC_LIVE)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!gridDimX || !gridDimY || !gridDimZ || !blockDimX || !blockDimY || !blockDimZ || extra ||
+        (f->def->nparams && !kernelParams))
+        return CUDA_ERROR_INVALID_VALUE;
+    struct emu_op *op = emu_op_new(EMU_OP_LAUNCH);
+    if (!op)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    op->u.launch.fn = f->def->fn;
+    op->u.launch.params = copy_params(f->def, kernelParams);
+    if (!op->u.launch.params) {
+        emu_op_free(op);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    return emu_submit_to(hStream, op, 0);
+}

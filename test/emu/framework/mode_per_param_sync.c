@@ -1,0 +1,109 @@
+/* PyTorch's `for p in model.parameters(): dist.all_reduce(p.grad)` after backward (synchronous
+ * all_reduce, as in the PyTorch distributed tutorial's gradient averaging): per gradient, in
+ * parameter order (the reverse of backward order), the process group's stream waits on an event
+ * of the compute stream, the call, the work's end event and the future's event, and then the
+ * compute stream waits on the end event (work.wait()). --current-stream (PyTorch 2.8's
+ * async_op=False): the call goes on the compute stream itself, with no event at all.
+ * --scale-each: a kernel on the compute stream multiplies each result by 1/ranks right after its
+ * call (grad /= world_size). */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "gpu.h"
+#include "rank.h"
+
+struct per_param_sync {
+    CUstream pg;
+    CUevent ready; /* recorded on the compute stream before each call (reused, as PyTorch does) */
+};
+
+static int pps_init(struct emu_rank *r)
+{
+    struct per_param_sync *m = calloc(1, sizeof(*m));
+
+    r->mode = m;
+    if (!m) {
+        fprintf(stderr, "prophet-emu: rank %d: out of memory\n", r->rank);
+        return -1;
+    }
+    if (emu_cu(r, emu_gpu->stream_create(&m->pg, CU_STREAM_NON_BLOCKING), "cuStreamCreate") ||
+        emu_cu(r, emu_gpu->event_create(&m->ready, CU_EVENT_DISABLE_TIMING), "cuEventCreate"))
+        return -1;
+    return 0;
+}
+
+static int pps_nothing(struct emu_rank *r)
+{
+    (void)r;
+    return 0;
+}
+
+static int pps_grad_ready(struct emu_rank *r, size_t g)
+{
+    (void)r;
+    (void)g;
+    return 0;
+}
+
+static int pps_wait_grad(struct emu_rank *r, size_t g)
+{
+    (void)r;
+    (void)g;
+    return 0; /* the compute stream already waited after each call */
+}
+
+/* One dist.all_reduce(grad) and what follows it on the compute stream. */
+static int all_reduce_one(struct emu_rank *r, size_t g)
+{
+    struct per_param_sync *m = r->mode;
+    CUstream s = r->opt->current_stream ? r->compute : m->pg;
+    struct emu_work_events w = {0};
+
+    if (!r->opt->current_stream &&
+        (emu_cu(r, emu_gpu->event_record(m->ready, r->compute), "cuEventRecord") ||
+         emu_cu(r, emu_gpu->stream_wait_event(m->pg, m->ready), "cuStreamWaitEvent")))
+        return -1;
+    if (emu_allreduce(r, r->iter, r->grad[g], r->grad[g], r->count[g], s))
+        return -1;
+    if (!r->opt->current_stream) {
+        if (emu_record_work(r, m->pg, &w) || emu_compute_wait(r, w.end))
+            return -1;
+        emu_release_work(r, &w);
+    }
+    if (r->opt->scale_each &&
+        emu_launch_scale(r, r->grad[g], r->count[g], 1.0f / (float)r->nranks, r->compute))
+        return -1;
+    if ((long)g == r->opt->host_sync_at && emu_sync(r, s))
+        return -1;
+    return 0;
+}
+
+static int pps_end(struct emu_rank *r)
+{
+    for (size_t k = r->ngrad; k-- > 0;)
+        if (all_reduce_one(r, k))
+            return -1;
+    return 0;
+}
+
+static void pps_fini(struct emu_rank *r)
+{
+    struct per_param_sync *m = r->mode;
+
+    if (m->ready)
+        emu_gpu->event_destroy(m->ready);
+    if (m->pg)
+        emu_gpu->stream_destroy(m->pg);
+    free(m);
+    r->mode = NULL;
+}
+
+const struct emu_mode_ops emu_mode_per_param_sync = {
+    .init = pps_init,
+    .begin_backward = pps_nothing,
+    .grad_ready = pps_grad_ready,
+    .end_backward = pps_end,
+    .wait_all = pps_nothing,
+    .wait_grad = pps_wait_grad,
+    .fini = pps_fini,
+};
