@@ -1,0 +1,55 @@
+/* What the CUDA driver wrappers (cuda_hooks.c) ask the holding engine (cuda_hold.c), the contract
+ * of docs/completion-holding.md. A wrapper's fast path is prophet_hold_armed(): one relaxed atomic
+ * load; zero means nothing is held or tracked anywhere in the process and the wrapper goes straight
+ * to the driver. The engine is also skipped while this thread runs the preload's own code
+ * (prophet_hold_inside(): the preload's own CUDA calls and NCCL's calls made on its behalf).
+ *
+ * `ptsz` is 1 when the entry point that was called names the default stream per thread (the
+ * `_ptsz`/`_ptds` symbols, or cuGetProcAddress flag CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
+ * the engine normalises NULL / CU_STREAM_LEGACY / CU_STREAM_PER_THREAD with it.
+ *
+ * Functions returning int: 1 means the engine handled the call and *rc is what the wrapper returns
+ * (the driver is not called); 0 means the wrapper calls the driver itself. */
+#ifndef PROPHET_CUDA_HOLD_H
+#define PROPHET_CUDA_HOLD_H
+
+#include <cuda.h>
+#include <stdatomic.h>
+
+extern atomic_int prophet_hold_armed_;
+extern _Thread_local int prophet_hold_depth_;
+
+static inline int prophet_hold_armed(void)
+{
+    return atomic_load_explicit(&prophet_hold_armed_, memory_order_relaxed) != 0;
+}
+
+/* The preload's own code runs between enter and leave: wrappers reached meanwhile pass through. */
+static inline void prophet_hold_enter(void) { prophet_hold_depth_++; }
+static inline void prophet_hold_leave(void) { prophet_hold_depth_--; }
+static inline int prophet_hold_inside(void) { return prophet_hold_depth_ != 0; }
+
+/* Event record (cuEventRecord, cuEventRecordWithFlags): may become virtual. */
+int prophet_hold_event_record(CUevent e, CUstream s, int ptsz, CUresult *rc);
+/* cuStreamWaitEvent: a wait on a virtual record is absorbed. */
+int prophet_hold_stream_wait_event(CUstream s, CUevent e, int ptsz, CUresult *rc);
+/* Before real work is enqueued on s (launch, copy, memset, host function, graph launch, memory
+ * operation, stream-ordered allocation, capture begin): dependencies on held calls become real. */
+void prophet_hold_stream_work(CUstream s, int ptsz);
+/* Queries of something behind a held call answer CUDA_ERROR_NOT_READY and release nothing. */
+int prophet_hold_event_query(CUevent e, CUresult *rc);
+int prophet_hold_stream_query(CUstream s, int ptsz, CUresult *rc);
+/* cuEventElapsedTime on a virtual record: CUDA_ERROR_NOT_READY. */
+int prophet_hold_event_elapsed(CUevent a, CUevent b, CUresult *rc);
+/* Host synchronisation: what it waits for is released (or waited for) first; then the driver. */
+void prophet_hold_event_sync(CUevent e);
+void prophet_hold_stream_sync(CUstream s, int ptsz);
+void prophet_hold_ctx_sync(void);
+/* Destruction of an event or stream with virtual records pending is deferred until they are real. */
+int prophet_hold_event_destroy(CUevent e, CUresult *rc);
+int prophet_hold_stream_destroy(CUstream s, CUresult *rc);
+/* A stream was created (its flags tell blocking from non-blocking, for the legacy stream's
+ * implicit synchronisation). Called whether or not anything is held. */
+void prophet_hold_stream_created(CUstream s, unsigned flags);
+
+#endif
