@@ -24,6 +24,7 @@ static int prophet_runtime_rc = 1; /* 1 = not tried yet */
 
 static void prophet_comm_life_exit(void)
 {
+    prophet_hold_enter(); /* the thread is exiting: whatever it was doing, this is ours */
     prophet_poller_stop();
     for (prophet_comm_t *c = prophet_comm_list(); c; c = c->next_all) {
         pthread_mutex_lock(&c->lock);
@@ -132,7 +133,7 @@ static int prophet_comm_setup_local(prophet_comm_t *c)
         return -1;
     /* block mode: the first agreement waits for measured readiness (schedule.c) */
     c->next_agree_iter =
-        prophet_cfg.gate == PROPHET_GATE_BLOCK ? UINT64_MAX : prophet_cfg.learn_iters;
+        prophet_cfg.gate == PROPHET_GATE_HOLD ? UINT64_MAX : prophet_cfg.learn_iters;
     return 0;
 }
 
@@ -213,6 +214,7 @@ int prophet_comm_setup(prophet_comm_t *c, CUstream st)
 
 void prophet_comm_retire(prophet_comm_t *c, int abort)
 {
+    prophet_hold_enter();
     pthread_mutex_lock(&c->lock);
     if (!atomic_load(&c->alive))
         goto out;
@@ -226,6 +228,8 @@ void prophet_comm_retire(prophet_comm_t *c, int abort)
         /* Abort: held calls were never launched and have no gate; they are dropped with the comm */
         for (uint32_t i = 0; i < c->pending.n; i++)
             prophet_comm_event_put(c, c->pending.m[i].ready);
+        if (c->pending.n)
+            prophet_hold_block_released(c, ++c->gate_gen, PROPHET_HOLD_DROPPED);
         c->pending.n = 0;
     }
     atomic_store(&c->alive, 0);
@@ -236,4 +240,5 @@ void prophet_comm_retire(prophet_comm_t *c, int abort)
     prophet_comm_free_models(c);
 out:
     pthread_mutex_unlock(&c->lock);
+    prophet_hold_leave();
 }

@@ -63,7 +63,7 @@ void prophet_comm_created(ncclComm_t handle, int rank, int nranks, const ncclCon
         c->blocking = p->blocking;
     if (config && config->blocking != NCCL_CONFIG_UNDEF_INT)
         c->blocking = config->blocking != 0;
-    c->passthrough = !c->blocking && prophet_cfg.gate == PROPHET_GATE_BLOCK;
+    c->passthrough = !c->blocking && prophet_cfg.gate == PROPHET_GATE_HOLD;
     c->last_index = UINT32_MAX;
     c->id = atomic_fetch_add(&prophet_next_comm_id, 1);
     atomic_store(&c->alive, 1);

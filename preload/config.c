@@ -35,8 +35,8 @@ const char *prophet_policy_name(prophet_policy_t p)
 }
 
 static const char *const prophet_gate_names[] = {
-    [PROPHET_GATE_CALL] = "call",
-    [PROPHET_GATE_BLOCK] = "block",
+    [PROPHET_GATE_OBSERVE] = "observe",
+    [PROPHET_GATE_HOLD] = "hold",
 };
 
 const char *prophet_gate_name(prophet_gate_mode_t g)
@@ -219,7 +219,7 @@ void prophet_config_defaults(prophet_config_t *cfg)
     memset(cfg, 0, sizeof(*cfg));
     cfg->debug = PROPHET_LOG_WARN;
     cfg->policy = PROPHET_POLICY_OPTIMAL; /* replaced by prophet_policy_default() by the caller */
-    cfg->gate = PROPHET_GATE_CALL;
+    cfg->gate = PROPHET_GATE_HOLD;
     cfg->stall_ms = 50;
     snprintf(cfg->cuda_lib, sizeof(cfg->cuda_lib), "%s", "libcuda.so.1");
     cfg->learn_iters = 5;
@@ -254,10 +254,12 @@ static const prophet_enum_knob_t prophet_knob_debug = {"PROPHET_DEBUG",
                                                        4,
                                                        "expected NONE, WARN, INFO or TRACE",
                                                        "WARN"};
-static const prophet_enum_knob_t prophet_knob_gate = {
-    "PROPHET_GATE",           offsetof(prophet_config_t, gate),
-    prophet_gate_names,       2,
-    "expected call or block", "call"};
+static const prophet_enum_knob_t prophet_knob_gate = {"PROPHET_GATE",
+                                                      offsetof(prophet_config_t, gate),
+                                                      prophet_gate_names,
+                                                      2,
+                                                      "expected hold or observe",
+                                                      "hold"};
 static const prophet_enum_knob_t prophet_knob_bwmon = {"PROPHET_BWMON",
                                                        offsetof(prophet_config_t, bwmon),
                                                        prophet_bwmon_names,
@@ -278,6 +280,28 @@ static void prophet_cfg_enum(prophet_config_t *cfg, const prophet_enum_knob_t *k
         memcpy((char *)cfg + k->offset, &i, sizeof(i)); /* enums are int-sized (C11 6.7.2.2) */
     else
         PROPHET_BAD(e, k->name, v, k->expected, k->dflt);
+}
+
+/* PROPHET_GATE: the two modes, plus the names of the previous ones (one line each says so, not
+ * counted as an error). */
+static void prophet_cfg_gate(prophet_config_t *cfg, const char *v, prophet_cfg_errs_t *e)
+{
+    int count = e->count;
+
+    if (strcmp(v, "call") == 0) {
+        cfg->gate = PROPHET_GATE_OBSERVE;
+        if (cfg->debug >= PROPHET_LOG_INFO)
+            prophet_cfg_error(e, "prophet: INFO PROPHET_GATE=call is deprecated: it means observe");
+    } else if (strcmp(v, "block") == 0) {
+        cfg->gate = PROPHET_GATE_HOLD;
+        if (cfg->debug >= PROPHET_LOG_WARN)
+            prophet_cfg_error(e, "prophet: WARN PROPHET_GATE=block was removed: it now means hold "
+                                 "(the default, exact in every job)");
+    } else {
+        prophet_cfg_enum(cfg, &prophet_knob_gate, v, e);
+        return;
+    }
+    e->count = count; /* a notice, not an invalid value */
 }
 
 static void prophet_cfg_log_iters(prophet_config_t *cfg, const char *v, prophet_cfg_errs_t *e)
@@ -435,7 +459,7 @@ int prophet_config_parse(prophet_config_t *cfg, const char *(*lookup)(const char
                         "expected passthrough, fusion, buckets, prophet or optimal", "the default");
     }
     if ((v = lookup("PROPHET_GATE", ctx)))
-        prophet_cfg_enum(cfg, &prophet_knob_gate, v, &e);
+        prophet_cfg_gate(cfg, v, &e);
     if ((v = lookup("PROPHET_BWMON", ctx)))
         prophet_cfg_enum(cfg, &prophet_knob_bwmon, v, &e);
     if ((v = lookup("PROPHET_LOG_ITERS", ctx)))

@@ -51,6 +51,8 @@ static void prophet_cuda_load_once(void)
     PROPHET_CU(MemHostAlloc, cuMemHostAlloc);
     PROPHET_CU(MemHostGetDevicePointer, cuMemHostGetDevicePointer);
     PROPHET_CU(GetErrorString, cuGetErrorString);
+    prophet_cu.StreamGetFlags =
+        (__typeof__(prophet_cu.StreamGetFlags))dlsym(h, PROPHET_XSTR(cuStreamGetFlags));
     prophet_cuda_rc = 0;
     return;
 fail:

@@ -7,12 +7,20 @@
 #define PROPHET_REAL(fn, ...)                                                                      \
     (prophet_nccl.fn ? prophet_nccl.fn(__VA_ARGS__) : prophet_nccl_missing("nccl" #fn))
 
-/* Release point, then the real call. */
-#define PROPHET_FORWARD(fn, comm, ...)                                                             \
+/* Release point, then the real call: real work of the job on its stream (the holding engine makes
+ * that stream really wait for what it is behind), made inside the preload (NCCL's own CUDA calls
+ * pass the wrappers). */
+#define PROPHET_FORWARD(fn, comm, strm, ...)                                                       \
     do {                                                                                           \
-        if (prophet_active())                                                                      \
-            prophet_comm_barrier(comm);                                                            \
-        return PROPHET_REAL(fn, __VA_ARGS__);                                                      \
+        ncclResult_t r_;                                                                           \
+        if (!prophet_active())                                                                     \
+            return PROPHET_REAL(fn, __VA_ARGS__);                                                  \
+        prophet_comm_barrier(comm);                                                                \
+        prophet_hold_work_own((CUstream)(strm), 0);                                                \
+        prophet_hold_enter();                                                                      \
+        r_ = PROPHET_REAL(fn, __VA_ARGS__);                                                        \
+        prophet_hold_leave();                                                                      \
+        return r_;                                                                                 \
     } while (0)
 
 PROPHET_EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
@@ -21,8 +29,16 @@ PROPHET_EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, 
 {
     prophet_comm_t *c;
 
-    if (!prophet_active() || (c = prophet_comm_find(comm)) == NULL)
+    if (!prophet_active())
         return PROPHET_REAL(AllReduce, sendbuff, recvbuff, count, datatype, op, comm, stream);
+    if ((c = prophet_comm_find(comm)) == NULL) {
+        ncclResult_t r;
+        prophet_hold_work_own((CUstream)stream, 0);
+        prophet_hold_enter();
+        r = PROPHET_REAL(AllReduce, sendbuff, recvbuff, count, datatype, op, comm, stream);
+        prophet_hold_leave();
+        return r;
+    }
     return prophet_allreduce(c, sendbuff, recvbuff, count, datatype, op, (CUstream)stream);
 }
 
@@ -30,65 +46,68 @@ PROPHET_EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, 
                                           ncclDataType_t datatype, int root, ncclComm_t comm,
                                           cudaStream_t stream)
 {
-    PROPHET_FORWARD(Broadcast, comm, sendbuff, recvbuff, count, datatype, root, comm, stream);
+    PROPHET_FORWARD(Broadcast, comm, stream, sendbuff, recvbuff, count, datatype, root, comm,
+                    stream);
 }
 
 PROPHET_EXPORT ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root,
                                       ncclComm_t comm, cudaStream_t stream)
 {
-    PROPHET_FORWARD(Bcast, comm, buff, count, datatype, root, comm, stream);
+    PROPHET_FORWARD(Bcast, comm, stream, buff, count, datatype, root, comm, stream);
 }
 
 PROPHET_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count,
                                        ncclDataType_t datatype, ncclRedOp_t op, int root,
                                        ncclComm_t comm, cudaStream_t stream)
 {
-    PROPHET_FORWARD(Reduce, comm, sendbuff, recvbuff, count, datatype, op, root, comm, stream);
+    PROPHET_FORWARD(Reduce, comm, stream, sendbuff, recvbuff, count, datatype, op, root, comm,
+                    stream);
 }
 
 PROPHET_EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
                                           ncclDataType_t datatype, ncclComm_t comm,
                                           cudaStream_t stream)
 {
-    PROPHET_FORWARD(AllGather, comm, sendbuff, recvbuff, sendcount, datatype, comm, stream);
+    PROPHET_FORWARD(AllGather, comm, stream, sendbuff, recvbuff, sendcount, datatype, comm, stream);
 }
 
 PROPHET_EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff,
                                               size_t recvcount, ncclDataType_t datatype,
                                               ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
 {
-    PROPHET_FORWARD(ReduceScatter, comm, sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
+    PROPHET_FORWARD(ReduceScatter, comm, stream, sendbuff, recvbuff, recvcount, datatype, op, comm,
+                    stream);
 }
 
 PROPHET_EXPORT ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count,
                                          ncclDataType_t datatype, ncclComm_t comm,
                                          cudaStream_t stream)
 {
-    PROPHET_FORWARD(AlltoAll, comm, sendbuff, recvbuff, count, datatype, comm, stream);
+    PROPHET_FORWARD(AlltoAll, comm, stream, sendbuff, recvbuff, count, datatype, comm, stream);
 }
 
 PROPHET_EXPORT ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t count,
                                        ncclDataType_t datatype, int root, ncclComm_t comm,
                                        cudaStream_t stream)
 {
-    PROPHET_FORWARD(Gather, comm, sendbuff, recvbuff, count, datatype, root, comm, stream);
+    PROPHET_FORWARD(Gather, comm, stream, sendbuff, recvbuff, count, datatype, root, comm, stream);
 }
 
 PROPHET_EXPORT ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t count,
                                         ncclDataType_t datatype, int root, ncclComm_t comm,
                                         cudaStream_t stream)
 {
-    PROPHET_FORWARD(Scatter, comm, sendbuff, recvbuff, count, datatype, root, comm, stream);
+    PROPHET_FORWARD(Scatter, comm, stream, sendbuff, recvbuff, count, datatype, root, comm, stream);
 }
 
 PROPHET_EXPORT ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype,
                                      int peer, ncclComm_t comm, cudaStream_t stream)
 {
-    PROPHET_FORWARD(Send, comm, sendbuff, count, datatype, peer, comm, stream);
+    PROPHET_FORWARD(Send, comm, stream, sendbuff, count, datatype, peer, comm, stream);
 }
 
 PROPHET_EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype,
                                      int peer, ncclComm_t comm, cudaStream_t stream)
 {
-    PROPHET_FORWARD(Recv, comm, recvbuff, count, datatype, peer, comm, stream);
+    PROPHET_FORWARD(Recv, comm, stream, recvbuff, count, datatype, peer, comm, stream);
 }

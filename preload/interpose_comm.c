@@ -3,8 +3,15 @@
  * work). Real NCCL results are returned unchanged. */
 #include "prophet_preload.h"
 
+/* NCCL's own CUDA calls (communicator set-up and teardown) pass the holding engine's wrappers. */
 #define PROPHET_REAL(fn, ...)                                                                      \
-    (prophet_nccl.fn ? prophet_nccl.fn(__VA_ARGS__) : prophet_nccl_missing("nccl" #fn))
+    ({                                                                                             \
+        ncclResult_t r_;                                                                           \
+        prophet_hold_enter();                                                                      \
+        r_ = prophet_nccl.fn ? prophet_nccl.fn(__VA_ARGS__) : prophet_nccl_missing("nccl" #fn);    \
+        prophet_hold_leave();                                                                      \
+        r_;                                                                                        \
+    })
 
 static int prophet_created_ok(ncclResult_t rc)
 {

@@ -11,10 +11,12 @@ PROPHET_EXPORT ncclResult_t ncclGroupStart(void)
     if (!prophet_active())
         return prophet_nccl.GroupStart ? prophet_nccl.GroupStart()
                                        : prophet_nccl_missing("ncclGroupStart");
+    prophet_hold_enter();
     if (prophet_group_depth() == 0)
         prophet_release_all_mine();
     rc = prophet_nccl.GroupStart ? prophet_nccl.GroupStart()
                                  : prophet_nccl_missing("ncclGroupStart");
+    prophet_hold_leave();
     if (rc == ncclSuccess)
         prophet_group_enter();
     return rc;
@@ -27,7 +29,9 @@ PROPHET_EXPORT ncclResult_t ncclGroupEnd(void)
     if (!prophet_active())
         return prophet_nccl.GroupEnd ? prophet_nccl.GroupEnd()
                                      : prophet_nccl_missing("ncclGroupEnd");
+    prophet_hold_enter(); /* the group's launches: each call's stream was made real at the call */
     rc = prophet_nccl.GroupEnd ? prophet_nccl.GroupEnd() : prophet_nccl_missing("ncclGroupEnd");
+    prophet_hold_leave();
     /* NCCL decrements its depth whenever it was > 0, whatever the result */
     prophet_group_leave();
     return rc;

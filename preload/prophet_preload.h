@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "cuda_hold.h"
 #include "prophet/config.h"
 #include "prophet/sched.h"
 
@@ -77,6 +78,7 @@ typedef struct prophet_cuda_api {
     __typeof__(&cuMemHostAlloc) MemHostAlloc;
     __typeof__(&cuMemHostGetDevicePointer) MemHostGetDevicePointer;
     __typeof__(&cuGetErrorString) GetErrorString;
+    __typeof__(&cuStreamGetFlags) StreamGetFlags; /* optional (NULL when the driver lacks it) */
 } prophet_cuda_api_t;
 
 extern prophet_cuda_api_t prophet_cu;
@@ -276,6 +278,22 @@ ncclResult_t prophet_release_pending(prophet_comm_t *c);
 void prophet_release_all_mine(void);
 /* Hands a launched block to the poller (ownership of its events moves). Locked. */
 void prophet_inflight_push(prophet_comm_t *c, prophet_inflight_t *f);
+
+/* ---- the holding engine, the scheduler's side (cuda_hold.c) --------------------------------
+ * A held block is named (comm, generation its release writes into the comm's gate word); the
+ * open block of c has generation c->gate_gen + 1. Comm lock held unless said otherwise. */
+enum { PROPHET_HOLD_ON_X = 1, PROPHET_HOLD_ON_STREAM, PROPHET_HOLD_DROPPED };
+/* Before a call on c is held on st (comm lock NOT held): open blocks of other comms that st is
+ * behind are released and become real dependencies of st. */
+void prophet_hold_before_call(prophet_comm_t *c, CUstream st);
+/* Rule 7: 0 when st is materially behind c's open block gen (real work may have read it). */
+int prophet_hold_may_join(prophet_comm_t *c, CUstream st, uint32_t gen);
+/* A call was held on st in block gen (its ready event was just recorded on st). */
+void prophet_hold_call_held(prophet_comm_t *c, CUstream st, uint32_t gen);
+/* Block gen was released (how: PROPHET_HOLD_*); issues the event records made behind it. */
+void prophet_hold_block_released(prophet_comm_t *c, uint32_t gen, int how);
+/* The preload is about to enqueue real work of the job on st (a forwarded NCCL call). */
+void prophet_hold_work_own(CUstream st, int ptsz);
 
 /* ---- a communicator's life (comm_life.c): the only caller of setup and teardown --------- */
 /* Called after a real init/split succeeded. rank/nranks < 0: ask NCCL at setup. */

@@ -64,7 +64,7 @@ static void prophet_inflight_done(prophet_comm_t *c, prophet_inflight_t *f)
             last_ready = ready;
         /* block mode: only true readiness samples (schedule.c, measurement iterations) */
         if (alive && ready && m->index != UINT32_MAX &&
-            (m->measure || prophet_cfg.gate != PROPHET_GATE_BLOCK))
+            (m->measure || prophet_cfg.gate != PROPHET_GATE_HOLD))
             prophet_learner_set_ready(c->learner, m->iteration, m->index, ready);
         if (alive)
             prophet_logb_call(c, f, i, ready, launch, complete);
@@ -162,6 +162,7 @@ static void *prophet_poller_main(void *arg)
     int64_t next_bw = 0;
 
     (void)arg;
+    prophet_hold_enter(); /* this thread runs only the preload's own CUDA calls */
     while (atomic_load(&prophet_poller_run)) {
         int64_t now = prophet_now_us();
         for (prophet_comm_t *c = prophet_comm_list(); c; c = c->next_all) {

@@ -1,7 +1,10 @@
 /* Releasing a held block: the internal stream X waits for every member's ready event, runs the
- * members as one NCCL group, and opens the caller's gate (X writes the comm's gate word, the
- * caller's stream waits for it with GEQ). X is FIFO per comm, so block k's gate also covers every
- * earlier block. Always called on a program-order point, on the thread that made the calls. */
+ * members as one NCCL group, records the block's end event and writes the block's generation into
+ * the comm's gate word. Nothing is placed on the caller's stream: the holding engine
+ * (cuda_hold.c) then issues the event records that the job made behind the block (on X, after
+ * it), and streams that really need the result wait for the gate word (GEQ). X is FIFO per comm,
+ * so block k's generation also covers every earlier block. Always called on a program-order
+ * point, on the thread that made the calls, inside the preload (prophet_hold_enter). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,14 +52,23 @@ static void prophet_block_clear(prophet_comm_t *c)
 }
 
 /* A CUDA call of ours failed before the block reached NCCL: run the members where the caller
- * put them (they are all on b->stream, in order, after everything enqueued there so far, which is
- * what the gate would have given), and pass this communicator through from now on. */
+ * put them (they are all on b->stream, in order, after everything enqueued there so far), open the
+ * block's gate word behind them (from the host when that stream is itself gated on this block: a
+ * gated stream must never hang), and pass this communicator through from now on. */
 static ncclResult_t prophet_release_fallback(prophet_comm_t *c, const char *what, CUresult crc)
 {
     ncclResult_t rc;
+    uint32_t gen = c->gate_gen + 1;
+    int how = PROPHET_HOLD_DROPPED;
 
     prophet_comm_fail(c, what, crc);
     rc = prophet_launch_members(c, &c->pending, c->pending.stream);
+    c->gate_gen = gen;
+    if (c->gate_dev && prophet_hold_may_join(c, c->pending.stream, gen) &&
+        prophet_cu.StreamWriteValue32(c->pending.stream, c->gate_dev, gen,
+                                      CU_STREAM_WRITE_VALUE_DEFAULT) == CUDA_SUCCESS)
+        how = PROPHET_HOLD_ON_STREAM;
+    prophet_hold_block_released(c, gen, how);
     c->stats.passthrough += c->pending.n;
     for (uint32_t i = 0; i < c->pending.n; i++)
         prophet_comm_event_put(c, c->pending.m[i].ready);
@@ -100,17 +112,15 @@ ncclResult_t prophet_release_pending(prophet_comm_t *c)
     if (rc == CUDA_SUCCESS)
         rc = prophet_cu.StreamWriteValue32(c->x, c->gate_dev, c->gate_gen,
                                            CU_STREAM_WRITE_VALUE_DEFAULT);
-    if (rc == CUDA_SUCCESS)
-        rc = prophet_cu.StreamWaitValue32(b->stream, c->gate_dev, c->gate_gen,
-                                          CU_STREAM_WAIT_VALUE_GEQ);
     if (rc != CUDA_SUCCESS) {
-        /* second best gate: the caller's stream waits for X's end event */
-        CUresult rc2 = prophet_cu.StreamWaitEvent(b->stream, end, 0);
-        prophet_comm_fail(c,
-                          rc2 == CUDA_SUCCESS ? "gating the caller's stream"
-                                              : "gating the caller's stream (results unordered)",
-                          rc);
+        /* second best: X's end event, then the gate word from the host once it fired (a gated
+         * stream never hangs; this comm passes through from now on) */
+        if (prophet_cu.EventSynchronize(end) != CUDA_SUCCESS)
+            prophet_cu.StreamSynchronize(c->x);
+        prophet_comm_fail(c, "opening the block's gate on the internal stream", rc);
     }
+    prophet_hold_block_released(c, c->gate_gen,
+                                rc == CUDA_SUCCESS ? PROPHET_HOLD_ON_X : PROPHET_HOLD_DROPPED);
     c->stats.scheduled += b->n;
     c->stats.blocks++;
     c->stats.block_members += b->n;

@@ -1,5 +1,6 @@
 /* One intercepted ncclAllReduce: observe it (learner, signature sequence, agreement points) and
- * then, by gate mode, launch it at once (call) or hold it in the comm's pending block (block).
+ * then, by gate mode, launch it at once (observe) or hold it in the comm's pending block (hold:
+ * its completion is held, the holding engine cuda_hold.c keeps every consumer exact).
  * Every decision here is a function of the program-order sequence of calls and of agreed plan
  * data (invariant 1): time is only measured, never consulted. */
 #include <stdlib.h>
@@ -60,7 +61,7 @@ static int prophet_observe(prophet_comm_t *c, const prophet_call_sig_t *sig, int
             prophet_engine_set_plan(c->engine, NULL);
         c->have_plan = 0;
         c->measured_iters = 0;
-        if (prophet_cfg.gate == PROPHET_GATE_BLOCK)
+        if (prophet_cfg.gate == PROPHET_GATE_HOLD)
             c->next_agree_iter = UINT64_MAX;
     }
     if (flags & PROPHET_LEARN_ITER_START) {
@@ -89,7 +90,7 @@ static int prophet_observe(prophet_comm_t *c, const prophet_call_sig_t *sig, int
         c->phase_ok = *index == 0 && prophet_phase_anchored(c);
         /* first plan: agree at the next iteration start (block mode: after measuring) */
         if (p && !c->have_plan && c->next_agree_iter > *iteration &&
-            prophet_cfg.gate != PROPHET_GATE_BLOCK)
+            prophet_cfg.gate != PROPHET_GATE_HOLD)
             c->next_agree_iter = *iteration;
         prophet_logb_profile(c);
     }
@@ -101,7 +102,7 @@ static int prophet_observe(prophet_comm_t *c, const prophet_call_sig_t *sig, int
     return flags;
 }
 
-/* Observed passthrough (call mode, or block mode while the iteration is unknown): the call runs
+/* Observed passthrough (observe mode, or hold mode while the iteration is unknown): the call runs
  * on the caller's stream between a ready event and an end event that the poller turns into
  * readiness and duration. */
 static ncclResult_t prophet_observed_call(prophet_comm_t *c, const void *s, void *r, size_t n,
@@ -114,6 +115,7 @@ static ncclResult_t prophet_observed_call(prophet_comm_t *c, const void *s, void
     CUresult rc = CUDA_SUCCESS;
 
     c->stats.passthrough++;
+    prophet_hold_work_own(st, 0); /* real work of the job on st */
     if (!f || !ready || !end || (rc = prophet_cu.EventRecord(ready, st)) != CUDA_SUCCESS) {
         if (rc != CUDA_SUCCESS)
             prophet_comm_fail(c, "cuEventRecord", rc);
@@ -154,7 +156,7 @@ static int prophet_holding(const prophet_comm_t *c)
  * held count (before that, calls pass through and their readiness is our own schedule's). */
 static void prophet_measure_step(prophet_comm_t *c, uint64_t iteration)
 {
-    c->measuring = prophet_cfg.gate == PROPHET_GATE_BLOCK && prophet_holding(c) &&
+    c->measuring = prophet_cfg.gate == PROPHET_GATE_HOLD && prophet_holding(c) &&
                    (!c->have_plan || iteration % PROPHET_MEASURE_EVERY == 0);
     c->measure_phase = (iteration / PROPHET_MEASURE_EVERY) % 2 ? PROPHET_BLOCK_MAX / 2 : 0;
     if (!c->measuring)
@@ -206,11 +208,36 @@ static ncclResult_t prophet_hold(prophet_comm_t *c, const void *s, void *r, size
     b->bytes += n * prophet_dtype_size(t);
     b->last_arrival_us = arrival;
     b->stall_warned = 0;
+    prophet_hold_call_held(c, st, c->gate_gen + 1);
     if (prophet_closes_block(c, index))
         return prophet_release_pending(c);
     prophet_msg(PROPHET_LOG_TRACE, "comm %lu iteration %lu: call #%u held in block %u (%u calls)",
                 (unsigned long)c->id, (unsigned long)iteration, index, b->number, b->n);
     return ncclSuccess;
+}
+
+/* Rule 7 of docs/completion-holding.md: a call joins the open block only if its buffers overlap no
+ * member's (all_reduce(t) twice in a row must see the first sum) and its stream is not materially
+ * behind the block (real work that may have read a held result lies between them). */
+static int prophet_ranges_overlap(uintptr_t a, size_t na, uintptr_t b, size_t nb)
+{
+    return a < b + nb && b < a + na;
+}
+
+static int prophet_may_join(prophet_comm_t *c, const void *s, void *r, size_t bytes, CUstream st)
+{
+    const prophet_block_t *b = &c->pending;
+
+    for (uint32_t i = 0; i < b->n; i++) {
+        const prophet_member_t *m = &b->m[i];
+        size_t mb = m->count * prophet_dtype_size(m->dtype);
+        uintptr_t ms = (uintptr_t)m->sendbuff, mr = (uintptr_t)m->recvbuff;
+        if (prophet_ranges_overlap((uintptr_t)r, bytes, ms, mb) ||
+            prophet_ranges_overlap((uintptr_t)r, bytes, mr, mb) ||
+            prophet_ranges_overlap((uintptr_t)s, bytes, mr, mb))
+            return 0;
+    }
+    return prophet_hold_may_join(c, st, c->gate_gen + 1);
 }
 
 /* Arguments NCCL might reject, or custom reduction ops: never deferred, so that NCCL's own
@@ -220,8 +247,26 @@ static int prophet_schedulable_args(size_t n, ncclDataType_t t, ncclRedOp_t op)
     return n > 0 && (unsigned)t < ncclNumTypes && (unsigned)op < ncclNumOps;
 }
 
+static ncclResult_t prophet_allreduce_in(prophet_comm_t *c, const void *s, void *r, size_t n,
+                                         ncclDataType_t t, ncclRedOp_t op, CUstream st);
+
+/* The whole interception runs inside the preload (its own CUDA and NCCL calls pass the wrappers).
+ */
 ncclResult_t prophet_allreduce(prophet_comm_t *c, const void *s, void *r, size_t n,
                                ncclDataType_t t, ncclRedOp_t op, CUstream st)
+{
+    ncclResult_t nrc;
+
+    if (prophet_cfg.gate == PROPHET_GATE_HOLD && prophet_group_depth() == 0)
+        prophet_hold_before_call(c, st);
+    prophet_hold_enter();
+    nrc = prophet_allreduce_in(c, s, r, n, t, op, st);
+    prophet_hold_leave();
+    return nrc;
+}
+
+static ncclResult_t prophet_allreduce_in(prophet_comm_t *c, const void *s, void *r, size_t n,
+                                         ncclDataType_t t, ncclRedOp_t op, CUstream st)
 {
     prophet_call_sig_t sig = {c->id, n, (int32_t)t, (int32_t)op, n * prophet_dtype_size(t)};
     int64_t arrival = prophet_now_us();
@@ -265,7 +310,8 @@ ncclResult_t prophet_allreduce(prophet_comm_t *c, const void *s, void *r, size_t
     }
     /* program-order release points before this call joins anything */
     if (c->pending.n && (c->pending.stream != st || flags < 0 ||
-                         (flags & (PROPHET_LEARN_ITER_START | PROPHET_LEARN_RELEARN))))
+                         (flags & (PROPHET_LEARN_ITER_START | PROPHET_LEARN_RELEARN)) ||
+                         !prophet_may_join(c, s, r, sig.bytes, st)))
         prophet_release_pending(c);
     if (flags >= 0 && (flags & PROPHET_LEARN_ITER_START)) {
         prophet_agreement_step(c, iteration);
@@ -273,7 +319,7 @@ ncclResult_t prophet_allreduce(prophet_comm_t *c, const void *s, void *r, size_t
     }
     if (c->passthrough)
         goto passthrough;
-    if (prophet_cfg.gate != PROPHET_GATE_BLOCK || index == UINT32_MAX || flags < 0 ||
+    if (prophet_cfg.gate != PROPHET_GATE_HOLD || index == UINT32_MAX || flags < 0 ||
         !prophet_holding(c)) {
         nrc = prophet_observed_call(c, s, r, n, t, op, st, index, iteration, arrival);
         pthread_mutex_unlock(&c->lock);
@@ -287,6 +333,7 @@ passthrough:
     if (!in_group)
         prophet_release_pending(c);
     c->stats.passthrough++;
+    prophet_hold_work_own(st, 0); /* real work of the job on st */
     pthread_mutex_unlock(&c->lock);
     return prophet_nccl.AllReduce(s, r, n, t, op, c->handle, st);
 }
@@ -297,9 +344,11 @@ void prophet_comm_barrier(ncclComm_t comm)
 
     if (!c)
         return;
+    prophet_hold_enter();
     pthread_mutex_lock(&c->lock);
     c->stats.calls++;
     if (prophet_group_depth() == 0)
         prophet_release_pending(c);
     pthread_mutex_unlock(&c->lock);
+    prophet_hold_leave();
 }

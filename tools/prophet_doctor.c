@@ -491,7 +491,7 @@ static void check_knobs(prophet_config_t *cfg)
          "BANDWIDTH=%s BWMON=%s LOG=%s",
          cfg->disable, debug[cfg->debug & 3],
          cfg->policy_set ? prophet_policy_name(cfg->policy) : "(best measured)",
-         cfg->gate == PROPHET_GATE_BLOCK ? "block" : "call", cfg->learn_iters, cfg->replan_iters,
+         prophet_gate_name(cfg->gate), cfg->learn_iters, cfg->replan_iters,
          cfg->stall_ms, bw, (const char *[]){"auto", "off", "process", "daemon"}[cfg->bwmon & 3],
          cfg->log_dir[0] ? cfg->log_dir : "(none)");
 }

@@ -22,8 +22,8 @@ typedef enum prophet_policy {
 } prophet_policy_t;
 
 typedef enum prophet_gate_mode {
-    PROPHET_GATE_CALL = 0, /* a gate per deferred call: invariant 2 to the letter */
-    PROPHET_GATE_BLOCK,    /* one gate per stream per block (see docs/design.md) */
+    PROPHET_GATE_OBSERVE = 0, /* learn, plan and log only: every call goes to NCCL at once */
+    PROPHET_GATE_HOLD,        /* the default: hold completions, regroup (completion-holding.md) */
 } prophet_gate_mode_t;
 
 typedef enum prophet_bwmon_mode {
@@ -38,7 +38,8 @@ typedef enum prophet_bwmon_mode {
  *  PROPHET_DISABLE            0                1: pure passthrough, nothing else is touched
  *  PROPHET_DEBUG              WARN             WARN | INFO | TRACE (NONE silences warnings)
  *  PROPHET_POLICY             (best measured)  passthrough | fusion | buckets | prophet | optimal
- *  PROPHET_GATE               call             call | block
+ *  PROPHET_GATE               hold             hold | observe (call: deprecated alias of observe;
+ *                                              block: removed, now means hold)
  *  PROPHET_STALL_MS           50               release a pending block whose next member is late
  * (1..60000) PROPHET_NCCL_LIB           (unset)          path of the real libnccl to dlopen instead
  * of RTLD_NEXT PROPHET_CUDA_LIB           libcuda.so.1     the CUDA driver library to dlopen
@@ -94,7 +95,7 @@ int prophet_config_parse(prophet_config_t *cfg, const char *(*lookup)(const char
                          void *ctx, char *errs, int errs_len);
 
 const char *prophet_policy_name(prophet_policy_t p);
-const char *prophet_gate_name(prophet_gate_mode_t g);                  /* "call", "block" */
+const char *prophet_gate_name(prophet_gate_mode_t g);                  /* "observe", "hold" */
 int prophet_policy_from_name(const char *name, prophet_policy_t *out); /* 0 ok, -1 unknown */
 
 /* Parses "10Gbit", "25Gbps", "1.25GB", "800Mbit", "100MB/s" into bytes per second. 0 ok, -1

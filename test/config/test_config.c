@@ -139,7 +139,7 @@ static int check_defaults(void)
     prophet_config_t c;
     one_var_t none = {"PROPHET_NOTHING", NULL};
     int bad = prophet_config_parse(&c, one_lookup, &none, NULL, 0);
-    if (bad != 0 || c.disable || c.gate != PROPHET_GATE_CALL || c.stall_ms != 50 ||
+    if (bad != 0 || c.disable || c.gate != PROPHET_GATE_HOLD || c.stall_ms != 50 ||
         c.learn_iters != 5 || c.bucket_bytes != 25ull << 20 || c.log_dir[0] != '\0' ||
         strcmp(c.cuda_lib, "libcuda.so.1") != 0 || c.alpha_us >= 0) {
         fprintf(stderr, "FAIL defaults\n");

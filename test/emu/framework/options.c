@@ -79,6 +79,13 @@ static const char usage_text[] =
     "    --current-stream     per-param-sync: the calls go on the compute stream\n"
     "    --scale-each         per-param-sync: scale each result by 1/ranks on the compute\n"
     "                         stream right after its call\n"
+    "    --unhooked-consumer  with --scale-each: launch that kernel through emuLaunchKernel, an\n"
+    "                         emulator entry point that no interposer wraps (a consumer the\n"
+    "                         preload cannot see: the check must then fail, not pass silently)\n"
+    "    --watchdog-us N      a thread per rank queries (cuEventQuery) the end events of the\n"
+    "                         issued all-reduces every N us, as PyTorch's watchdog does "
+    "(10..1e6);\n"
+    "                         its query count is printed at the end\n"
     "    --iters K            measured iterations, 1..100000 (required)\n"
     "    --warmup W           iterations run before the measured ones (default 1). Iterations\n"
     "                         are numbered from 0 including warm-up ones.\n"
@@ -240,6 +247,8 @@ enum {
     OPT_CUDA_API,
     OPT_CURRENT_STREAM,
     OPT_SCALE_EACH,
+    OPT_UNHOOKED_CONSUMER,
+    OPT_WATCHDOG_US,
     OPT_HELP,
 };
 
@@ -273,6 +282,8 @@ static const struct option long_opts[] = {
     {"cuda-api", required_argument, NULL, OPT_CUDA_API},
     {"current-stream", no_argument, NULL, OPT_CURRENT_STREAM},
     {"scale-each", no_argument, NULL, OPT_SCALE_EACH},
+    {"unhooked-consumer", no_argument, NULL, OPT_UNHOOKED_CONSUMER},
+    {"watchdog-us", required_argument, NULL, OPT_WATCHDOG_US},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
 };
@@ -489,6 +500,11 @@ static int parse_one(int c, const char *arg, struct emu_options *o)
     case OPT_SCALE_EACH:
         o->scale_each = 1;
         return 0;
+    case OPT_UNHOOKED_CONSUMER:
+        o->unhooked_consumer = 1;
+        return 0;
+    case OPT_WATCHDOG_US:
+        return parse_double(name, arg, 10.0, 1e6, &o->watchdog_us) ? 2 : 0;
     }
     return 2;
 }
@@ -541,6 +557,10 @@ static int check_required(const struct emu_options *o)
     if ((o->current_stream || o->scale_each) && o->mode != EMU_MODE_PER_PARAM_SYNC) {
         fprintf(stderr, "prophet-emu: --current-stream and --scale-each need --mode "
                         "per-param-sync\n");
+        return 2;
+    }
+    if (o->unhooked_consumer && !o->scale_each) {
+        fprintf(stderr, "prophet-emu: --unhooked-consumer needs --scale-each\n");
         return 2;
     }
     if (o->change_at_iter >= 0 && o->mode != EMU_MODE_PER_TENSOR) {

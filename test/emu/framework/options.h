@@ -27,6 +27,8 @@ struct emu_options {
     enum emu_cuda_api cuda_api; /* how every CUDA call is made (default runtime) */
     int current_stream;         /* per-param-sync: calls on the compute stream (PyTorch 2.8) */
     int scale_each;             /* per-param-sync: a kernel scales each result by 1/ranks */
+    int unhooked_consumer; /* --scale-each's kernel through emuLaunchKernel (no interception) */
+    double watchdog_us;    /* 0 = off: a thread queries the work end events every N us */
     int iters;
     int warmup;
     const char *json;

@@ -236,11 +236,35 @@ static int launch_paced(struct emu_rank *r, struct emu_kernel_arg *a, const char
     return emu_cu(r, emu_gpu->launch(r->k_paced, params, r->compute), what);
 }
 
+/* --unhooked-consumer: the scale kernel through an emulator entry point no interposer wraps. */
+struct emu_unhooked_scale {
+    float *d;
+    uint64_t n;
+    float f;
+};
+
+static void unhooked_scale_kernel(void *p)
+{
+    struct emu_unhooked_scale *a = p;
+    void *params[] = {&a->d, &a->n, &a->f};
+
+    scale_kernel(params);
+    free(a);
+}
+
 int emu_launch_scale(struct emu_rank *r, CUdeviceptr d, uint64_t n, float f, CUstream s)
 {
     float *p = (float *)(uintptr_t)d;
     void *params[] = {&p, &n, &f};
 
+    if (r->opt->unhooked_consumer) {
+        struct emu_unhooked_scale *a = malloc(sizeof(*a));
+        if (!a)
+            return emu_cu(r, CUDA_ERROR_OUT_OF_MEMORY, "emuLaunchKernel (scale)");
+        *a = (struct emu_unhooked_scale){p, n, f};
+        return emu_cu(r, emuLaunchKernel(s, 0, unhooked_scale_kernel, a),
+                      "emuLaunchKernel (scale, unhooked)");
+    }
     return emu_cu(r, emu_gpu->launch(r->k_scale, params, s), "cuLaunchKernel (scale)");
 }
 
@@ -297,10 +321,53 @@ int emu_record_work(struct emu_rank *r, CUstream s, struct emu_work_events *w)
 {
     if (emu_event_get(r, &w->end) || emu_event_get(r, &w->fut))
         return -1;
-    return emu_cu(r, emu_gpu->event_record(w->end, s), "cuEventRecord (work end)") ||
-                   emu_cu(r, emu_gpu->event_record(w->fut, s), "cuEventRecord (future)")
-               ? -1
-               : 0;
+    if (emu_cu(r, emu_gpu->event_record(w->end, s), "cuEventRecord (work end)") ||
+        emu_cu(r, emu_gpu->event_record(w->fut, s), "cuEventRecord (future)"))
+        return -1;
+    if (r->opt->watchdog_us > 0) /* the handles live until teardown (the event cache) */
+        atomic_store(&r->wd_events[r->wd_next++ % EMU_WATCHDOG_SLOTS], w->end);
+    return 0;
+}
+
+/* --watchdog-us: PyTorch's watchdog thread, querying the work end events. */
+static void *watchdog_main(void *p)
+{
+    struct emu_rank *r = p;
+    struct timespec ts = {.tv_sec = (time_t)(r->opt->watchdog_us / 1e6),
+                          .tv_nsec = (long)(r->opt->watchdog_us * 1000.0) % 1000000000L};
+
+    emu_gpu->set_device(r->device);
+    while (atomic_load(&r->wd_run)) {
+        for (unsigned i = 0; i < EMU_WATCHDOG_SLOTS; i++) {
+            CUevent e = atomic_load(&r->wd_events[i]);
+            if (!e)
+                continue;
+            r->wd_queries++;
+            if (emu_gpu->event_query(e) == CUDA_ERROR_NOT_READY)
+                r->wd_not_ready++;
+        }
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+static void watchdog_start(struct emu_rank *r)
+{
+    if (r->opt->watchdog_us <= 0)
+        return;
+    atomic_store(&r->wd_run, 1);
+    r->wd_started = pthread_create(&r->wd_thread, NULL, watchdog_main, r) == 0;
+}
+
+static void watchdog_stop(struct emu_rank *r)
+{
+    if (!r->wd_started)
+        return;
+    atomic_store(&r->wd_run, 0);
+    pthread_join(r->wd_thread, NULL);
+    r->wd_started = 0;
+    fprintf(stderr, "prophet-emu: rank %d: watchdog: %llu queries, %llu not ready\n", r->rank,
+            (unsigned long long)r->wd_queries, (unsigned long long)r->wd_not_ready);
 }
 
 void emu_release_work(struct emu_rank *r, struct emu_work_events *w)
@@ -667,8 +734,10 @@ int emu_rank_main(const struct emu_options *opt, const struct emu_profile *prof,
         goto out;
     if (r.ops->init(&r))
         goto out;
+    watchdog_start(&r);
     if (run_loop(&r))
         goto out;
+    watchdog_stop(&r);
     res->calls_per_iter = r.calls[r.total_iters - 1];
     res->bytes_per_iter = r.bytes[r.total_iters - 1];
     err = 0;

@@ -94,6 +94,15 @@ struct emu_rank {
 
     const struct emu_mode_ops *ops;
     void *mode; /* the mode's state */
+
+    /* --watchdog-us: end events published for the watchdog thread (a ring of handles) */
+#define EMU_WATCHDOG_SLOTS 256
+    _Atomic(CUevent) wd_events[EMU_WATCHDOG_SLOTS];
+    unsigned wd_next;
+    _Atomic int wd_run;
+    pthread_t wd_thread;
+    int wd_started;
+    uint64_t wd_queries, wd_not_ready;
 };
 
 /* Runs rank `rank` to the end; returns the process exit code. Called in the forked child; waits

@@ -1,0 +1,1099 @@
+/* The holding engine (docs/completion-holding.md): what the CUDA driver wrappers do while an
+ * all-reduce is held. It tracks, per stream, the held blocks the stream is *virtually* behind
+ * (reached only through event records and waits: `vdeps`) and those it is *materially* behind
+ * (real work was enqueued behind a GPU gate on a still open block: `taint`), and per event record
+ * (not per handle: a new record of a handle replaces the old one) whether it is virtual.
+ *
+ * A block is named by its communicator and the generation its release writes into the comm's
+ * gate word (c->gate_host, device-mapped, written by X after the block in release.c): a stream
+ * that must really wait for block (c, g) gets cuStreamWaitValue32(gate, g, GEQ), whether the block
+ * is still open (a GPU gate) or already released (the same as waiting on its end event, and
+ * immune to the recycling of event handles). Blocks of one comm complete in order on X, so one
+ * entry per comm (the highest generation) is enough.
+ *
+ * A virtual record keeps a "shadow": a real event of the engine recorded on the stream at that
+ * moment (the stream's real prefix), unless the stream's last real operation was the ready event
+ * of a member of a block it depends on (that block's completion implies the prefix). A wait on a
+ * virtual record becomes a real wait on the shadow plus the record's dependencies.
+ *
+ * Locking: one mutex (prophet_hold_lock), taken only on the slow path; lock order is comm lock
+ * then engine lock. Releases (which need the comm lock) are done after dropping the engine lock.
+ * prophet_hold_armed_ is nonzero while a block is open or a virtual record, a stream dependency
+ * or a taint is live. */
+#include "cuda_hold.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "prophet_preload.h"
+
+atomic_int prophet_hold_armed_;
+_Thread_local int prophet_hold_depth_;
+
+#define HOLD_MAXDEP 8
+#define HOLD_STREAM_BUCKETS 256
+#define HOLD_EVENT_BUCKETS 1024
+#define HOLD_MAXCOMM 64
+
+typedef struct hold_dep {
+    prophet_comm_t *c;
+    uint32_t gen;
+} hold_dep_t;
+
+typedef struct hold_depset {
+    int n;
+    hold_dep_t d[HOLD_MAXDEP];
+} hold_depset_t;
+
+typedef struct hold_shadow {
+    CUevent ev;
+    int refs;
+    hold_depset_t taint; /* open blocks the stream was materially behind when it was recorded */
+} hold_shadow_t;
+
+typedef struct hold_stream {
+    struct hold_stream *next;
+    CUstream key;  /* normalised: per-thread default streams get a per-thread key */
+    CUstream real; /* the handle the driver is called with */
+    int legacy;    /* the legacy default stream */
+    int blocking;  /* synchronises implicitly with the legacy stream */
+    int flags_known;
+    hold_depset_t vdeps, taint;
+    hold_shadow_t *shadow; /* valid while no real operation was enqueued since */
+    prophet_comm_t *cover_c;
+    uint32_t cover_gen; /* last real op: the ready event of a member of (cover_c, cover_gen) */
+} hold_stream_t;
+
+typedef struct hold_rec {
+    struct hold_rec *next;          /* hash chain */
+    struct hold_rec *vprev, *vnext; /* list of virtual records */
+    CUevent ev;
+    int virt;            /* recorded virtually, not yet issued */
+    int destroy;         /* cuEventDestroy deferred until issued */
+    hold_depset_t deps;  /* virtual: the blocks it covers */
+    hold_depset_t taint; /* open blocks it is materially behind */
+    hold_shadow_t *sh;   /* virtual: the stream's real prefix (NULL: covered) */
+    hold_stream_t *s;    /* virtual: where it was recorded */
+} hold_rec_t;
+
+typedef struct hold_comm {
+    prophet_comm_t *c;
+    uint32_t open_gen; /* generation of the open block, 0 when none */
+    pthread_t owner;
+    uint32_t released; /* generation of the last released block */
+    int foreign_logged;
+} hold_comm_t;
+
+static pthread_mutex_t prophet_hold_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t prophet_hold_cond = PTHREAD_COND_INITIALIZER;
+static hold_stream_t *hold_streams[HOLD_STREAM_BUCKETS];
+static hold_rec_t *hold_recs[HOLD_EVENT_BUCKETS];
+static hold_rec_t *hold_virt_head;
+static hold_comm_t hold_comms[HOLD_MAXCOMM];
+static int hold_ncomms;
+static int hold_nopen, hold_nvirt, hold_nlive_recs, hold_nlive_streams;
+static CUevent *hold_pool;
+static int hold_pool_n, hold_pool_cap;
+static _Thread_local char hold_thread_key; /* its address names this thread's default stream */
+
+/* The engine's own CUDA calls pass through the wrappers: it counts as the preload's code. */
+#define HOLD_LOCK()                                                                                \
+    do {                                                                                           \
+        pthread_mutex_lock(&prophet_hold_lock);                                                    \
+        prophet_hold_enter();                                                                      \
+    } while (0)
+#define HOLD_UNLOCK()                                                                              \
+    do {                                                                                           \
+        prophet_hold_leave();                                                                      \
+        pthread_mutex_unlock(&prophet_hold_lock);                                                  \
+    } while (0)
+
+/* ---- small helpers ------------------------------------------------------------------------ */
+
+static void hold_rearm(void)
+{
+    int armed = hold_nopen > 0 || hold_nvirt > 0 || hold_nlive_recs > 0 || hold_nlive_streams > 0;
+    atomic_store_explicit(&prophet_hold_armed_, armed, memory_order_relaxed);
+}
+
+static hold_comm_t *hold_comm(prophet_comm_t *c)
+{
+    for (int i = 0; i < hold_ncomms; i++)
+        if (hold_comms[i].c == c)
+            return &hold_comms[i];
+    if (hold_ncomms == HOLD_MAXCOMM)
+        return NULL;
+    hold_comms[hold_ncomms] = (hold_comm_t){.c = c};
+    return &hold_comms[hold_ncomms++];
+}
+
+static int hold_gen_before(uint32_t a, uint32_t b) /* a <= b, wrap-safe */
+{
+    return (int32_t)(b - a) >= 0;
+}
+
+/* The block (c, g) has completed on the GPU (X wrote its generation). */
+static int hold_complete(const hold_dep_t *d)
+{
+    uint32_t v = __atomic_load_n(d->c->gate_host, __ATOMIC_ACQUIRE);
+    return hold_gen_before(d->gen, v);
+}
+
+static int hold_is_open(const hold_dep_t *d)
+{
+    hold_comm_t *h = hold_comm(d->c);
+    return h && h->open_gen && hold_gen_before(h->open_gen, d->gen);
+}
+
+static int hold_is_released(const hold_dep_t *d)
+{
+    return !hold_is_open(d);
+}
+
+/* Adds (c, g) keeping the highest generation per comm. -1 when the set is full. */
+static int hold_dep_add(hold_depset_t *s, prophet_comm_t *c, uint32_t g)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->d[i].c == c) {
+            if (hold_gen_before(s->d[i].gen, g))
+                s->d[i].gen = g;
+            return 0;
+        }
+    if (s->n == HOLD_MAXDEP)
+        return -1;
+    s->d[s->n++] = (hold_dep_t){c, g};
+    return 0;
+}
+
+static void hold_dep_del(hold_depset_t *s, int i)
+{
+    s->d[i] = s->d[--s->n];
+}
+
+static int hold_dep_has_open(const hold_depset_t *s)
+{
+    for (int i = 0; i < s->n; i++)
+        if (hold_is_open(&s->d[i]))
+            return 1;
+    return 0;
+}
+
+/* Drops the entries of released blocks (taints matter only while their block is open). */
+static void hold_taint_prune(hold_depset_t *s)
+{
+    for (int i = s->n; i-- > 0;)
+        if (!hold_is_open(&s->d[i]))
+            hold_dep_del(s, i);
+}
+
+static void hold_vdeps_prune(hold_depset_t *s)
+{
+    for (int i = s->n; i-- > 0;)
+        if (hold_is_released(&s->d[i]) && hold_complete(&s->d[i]))
+            hold_dep_del(s, i);
+}
+
+/* ---- engine events (shadows) ---------------------------------------------------------------- */
+
+static CUevent hold_event_get(void)
+{
+    CUevent e = NULL;
+
+    if (hold_pool_n)
+        return hold_pool[--hold_pool_n];
+    if (prophet_cu.EventCreate(&e, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+        return NULL;
+    return e;
+}
+
+static void hold_event_put(CUevent e)
+{
+    if (hold_pool_n == hold_pool_cap) {
+        int cap = hold_pool_cap ? 2 * hold_pool_cap : 64;
+        CUevent *p = realloc(hold_pool, (size_t)cap * sizeof(*p));
+        if (!p) {
+            prophet_hold_enter();
+            prophet_cu.EventDestroy(e);
+            prophet_hold_leave();
+            return;
+        }
+        hold_pool = p;
+        hold_pool_cap = cap;
+    }
+    hold_pool[hold_pool_n++] = e;
+}
+
+static void hold_shadow_unref(hold_shadow_t *sh)
+{
+    if (sh && --sh->refs == 0) {
+        hold_event_put(sh->ev); /* waits already issued keep referring to the old record */
+        free(sh);
+    }
+}
+
+/* ---- streams ------------------------------------------------------------------------------ */
+
+static int hold_stream_live(const hold_stream_t *s)
+{
+    return s->vdeps.n > 0 || s->taint.n > 0;
+}
+
+/* Keeps the count of streams with dependencies in step (call before and after a change). */
+#define HOLD_STREAM_CHANGE(s, ...)                                                                 \
+    do {                                                                                           \
+        int was_ = hold_stream_live(s);                                                            \
+        __VA_ARGS__;                                                                               \
+        hold_nlive_streams += hold_stream_live(s) - was_;                                          \
+    } while (0)
+
+static unsigned hold_hash_ptr(const void *p, unsigned n)
+{
+    uintptr_t x = (uintptr_t)p;
+    x ^= x >> 17;
+    x *= 0x9E3779B97F4A7C15ull;
+    return (unsigned)(x >> 40) % n;
+}
+
+/* The stream a handle names, as seen from this thread. */
+static void hold_stream_norm(CUstream s, int ptsz, CUstream *key, CUstream *real, int *legacy,
+                             int *perthread)
+{
+    *legacy = 0;
+    *perthread = 0;
+    if (s == CU_STREAM_PER_THREAD || (s == NULL && ptsz)) {
+        *key = (CUstream)(void *)&hold_thread_key;
+        *real = CU_STREAM_PER_THREAD;
+        *perthread = 1;
+    } else if (s == NULL || s == CU_STREAM_LEGACY) {
+        *key = CU_STREAM_LEGACY;
+        *real = CU_STREAM_LEGACY;
+        *legacy = 1;
+    } else {
+        *key = s;
+        *real = s;
+    }
+}
+
+static hold_stream_t *hold_stream_lookup(CUstream key)
+{
+    for (hold_stream_t *h = hold_streams[hold_hash_ptr(key, HOLD_STREAM_BUCKETS)]; h; h = h->next)
+        if (h->key == key)
+            return h;
+    return NULL;
+}
+
+static hold_stream_t *hold_stream_new(CUstream key, CUstream real, int legacy, int perthread)
+{
+    unsigned b = hold_hash_ptr(key, HOLD_STREAM_BUCKETS);
+    hold_stream_t *h = calloc(1, sizeof(*h));
+
+    if (!h)
+        return NULL;
+    h->key = key;
+    h->real = real;
+    h->legacy = legacy;
+    h->blocking = perthread;
+    h->flags_known = legacy || perthread;
+    h->next = hold_streams[b];
+    hold_streams[b] = h;
+    return h;
+}
+
+/* Merges the dependencies of `from` into `to` (the legacy stream's implicit synchronisation). */
+static void hold_stream_merge(hold_stream_t *to, const hold_stream_t *from)
+{
+    HOLD_STREAM_CHANGE(to, {
+        for (int i = 0; i < from->vdeps.n; i++)
+            hold_dep_add(&to->vdeps, from->vdeps.d[i].c, from->vdeps.d[i].gen);
+        for (int i = 0; i < from->taint.n; i++)
+            hold_dep_add(&to->taint, from->taint.d[i].c, from->taint.d[i].gen);
+    });
+}
+
+/* The engine's view of stream s before an operation on it; NULL if out of memory. The legacy
+ * stream waits for every blocking stream and they wait for it: their dependencies flow. */
+static hold_stream_t *hold_stream(CUstream s, int ptsz)
+{
+    CUstream key, real;
+    int legacy, perthread;
+    hold_stream_t *h;
+
+    hold_stream_norm(s, ptsz, &key, &real, &legacy, &perthread);
+    h = hold_stream_lookup(key);
+    if (!h && !(h = hold_stream_new(key, real, legacy, perthread)))
+        return NULL;
+    if (!h->flags_known) {
+        unsigned flags = CU_STREAM_NON_BLOCKING;
+        if (prophet_cu.StreamGetFlags)
+            prophet_cu.StreamGetFlags(real, &flags);
+        h->blocking = !(flags & CU_STREAM_NON_BLOCKING);
+        h->flags_known = 1;
+    }
+    if (h->legacy) {
+        for (int b = 0; b < HOLD_STREAM_BUCKETS; b++)
+            for (hold_stream_t *o = hold_streams[b]; o; o = o->next)
+                if (o != h && o->blocking && hold_stream_live(o))
+                    hold_stream_merge(h, o);
+    } else if (h->blocking) {
+        hold_stream_t *l = hold_stream_lookup(CU_STREAM_LEGACY);
+        if (l && hold_stream_live(l))
+            hold_stream_merge(h, l);
+    }
+    return h;
+}
+
+/* A real operation was enqueued on s: its shadow no longer describes its prefix. */
+static void hold_stream_touched(hold_stream_t *h)
+{
+    hold_shadow_unref(h->shadow);
+    h->shadow = NULL;
+    h->cover_c = NULL;
+}
+
+/* The stream's last real operation is the ready event of a member of a block it depends on:
+ * that block's completion implies the stream's prefix, no shadow is needed. */
+static int hold_covered(const hold_stream_t *h)
+{
+    for (int i = 0; h->cover_c && i < h->vdeps.n; i++)
+        if (h->vdeps.d[i].c == h->cover_c && hold_gen_before(h->cover_gen, h->vdeps.d[i].gen))
+            return 1;
+    return 0;
+}
+
+/* ---- records ------------------------------------------------------------------------------ */
+
+static hold_rec_t *hold_rec_find(CUevent e)
+{
+    for (hold_rec_t *r = hold_recs[hold_hash_ptr(e, HOLD_EVENT_BUCKETS)]; r; r = r->next)
+        if (r->ev == e)
+            return r;
+    return NULL;
+}
+
+static hold_rec_t *hold_rec_get(CUevent e)
+{
+    unsigned b = hold_hash_ptr(e, HOLD_EVENT_BUCKETS);
+    hold_rec_t *r = hold_rec_find(e);
+
+    if (r)
+        return r;
+    if (!(r = calloc(1, sizeof(*r))))
+        return NULL;
+    r->ev = e;
+    r->next = hold_recs[b];
+    hold_recs[b] = r;
+    hold_nlive_recs++;
+    return r;
+}
+
+static void hold_rec_unvirt(hold_rec_t *r)
+{
+    if (!r->virt)
+        return;
+    r->virt = 0;
+    if (r->vprev)
+        r->vprev->vnext = r->vnext;
+    else
+        hold_virt_head = r->vnext;
+    if (r->vnext)
+        r->vnext->vprev = r->vprev;
+    r->vprev = r->vnext = NULL;
+    hold_nvirt--;
+    hold_shadow_unref(r->sh);
+    r->sh = NULL;
+    r->s = NULL;
+    r->deps.n = 0;
+}
+
+static void hold_rec_free(hold_rec_t *r)
+{
+    unsigned b = hold_hash_ptr(r->ev, HOLD_EVENT_BUCKETS);
+
+    hold_rec_unvirt(r);
+    for (hold_rec_t **p = &hold_recs[b]; *p; p = &(*p)->next)
+        if (*p == r) {
+            *p = r->next;
+            break;
+        }
+    hold_nlive_recs--;
+    free(r);
+}
+
+/* A record that carries nothing any more is forgotten. */
+static void hold_rec_settle(hold_rec_t *r)
+{
+    hold_taint_prune(&r->taint);
+    if (!r->virt && r->taint.n == 0 && !r->destroy)
+        hold_rec_free(r);
+}
+
+/* ---- making dependencies real ------------------------------------------------------------- */
+
+/* Stream `real` waits for block d (open or released) unless it has already completed. */
+static CUresult hold_gate(CUstream real, const hold_dep_t *d)
+{
+    if (hold_complete(d))
+        return CUDA_SUCCESS;
+    return prophet_cu.StreamWaitValue32(real, d->c->gate_dev, d->gen, CU_STREAM_WAIT_VALUE_GEQ);
+}
+
+/* Issues virtual record r for real on its own stream, behind gates on its dependencies. */
+static CUresult hold_rec_issue_on_stream(hold_rec_t *r)
+{
+    CUresult rc = CUDA_SUCCESS, r2;
+    hold_stream_t *s = r->s;
+
+    for (int i = 0; i < r->deps.n; i++)
+        if ((r2 = hold_gate(s->real, &r->deps.d[i])) != CUDA_SUCCESS && rc == CUDA_SUCCESS)
+            rc = r2;
+    for (int i = 0; i < r->deps.n; i++)
+        if (hold_is_open(&r->deps.d[i]))
+            hold_dep_add(&r->taint, r->deps.d[i].c, r->deps.d[i].gen);
+    hold_stream_touched(s);
+    if ((r2 = prophet_cu.EventRecord(r->ev, s->real)) != CUDA_SUCCESS && rc == CUDA_SUCCESS)
+        rc = r2;
+    return rc;
+}
+
+static void hold_rec_issued(hold_rec_t *r)
+{
+    hold_rec_unvirt(r);
+    if (r->destroy) {
+        prophet_cu.EventDestroy(r->ev);
+        r->destroy = 0;
+        r->taint.n = 0;
+    }
+    hold_rec_settle(r);
+}
+
+/* Real work is about to be enqueued on h (or the host waits for it): its virtual dependencies
+ * become GPU gates (still open blocks: the stream is then materially behind them), and its
+ * pending virtual records are issued behind those gates. Never releases anything. */
+static CUresult hold_materialise(hold_stream_t *h)
+{
+    CUresult rc = CUDA_SUCCESS, r2;
+
+    if (h->vdeps.n == 0)
+        return CUDA_SUCCESS;
+    prophet_hold_enter();
+    HOLD_STREAM_CHANGE(h, {
+        for (int i = 0; i < h->vdeps.n; i++) {
+            hold_dep_t *d = &h->vdeps.d[i];
+            if ((r2 = hold_gate(h->real, d)) != CUDA_SUCCESS && rc == CUDA_SUCCESS)
+                rc = r2;
+            if (hold_is_open(d))
+                hold_dep_add(&h->taint, d->c, d->gen);
+        }
+        h->vdeps.n = 0;
+    });
+    hold_stream_touched(h);
+    for (hold_rec_t *r = hold_virt_head, *n; r; r = n) {
+        n = r->vnext;
+        if (r->s != h)
+            continue;
+        /* the gates are already in front: a plain record covers them */
+        for (int i = 0; i < h->taint.n; i++)
+            hold_dep_add(&r->taint, h->taint.d[i].c, h->taint.d[i].gen);
+        if ((r2 = prophet_cu.EventRecord(r->ev, h->real)) != CUDA_SUCCESS && rc == CUDA_SUCCESS)
+            rc = r2;
+        hold_rec_issued(r);
+    }
+    prophet_hold_leave();
+    if (rc != CUDA_SUCCESS)
+        prophet_msg(PROPHET_LOG_WARN, "gating stream %p behind a held all-reduce failed (%s)",
+                    (void *)h->real, prophet_cuda_errstr(rc));
+    return rc;
+}
+
+/* ---- releases requested by the wrappers ----------------------------------------------------- */
+
+/* The open blocks among `s`. Called locked. */
+static int hold_collect_open(const hold_depset_t *s, hold_dep_t *out, int n)
+{
+    for (int i = 0; i < s->n; i++)
+        if (hold_is_open(&s->d[i]) && n < HOLD_MAXCOMM) {
+            int dup = 0;
+            for (int k = 0; k < n; k++)
+                dup |= out[k].c == s->d[i].c;
+            if (!dup)
+                out[n++] = s->d[i];
+        }
+    return n;
+}
+
+/* Makes sure every block in `open` is released: by this thread at this program-order point when
+ * it issued the block, else (another thread issues the comm's calls) by waiting until that
+ * thread releases it. Called with the engine lock held; drops it around the releases. */
+static void hold_release_or_wait(hold_dep_t *open, int n)
+{
+    pthread_t self = pthread_self();
+    int64_t warn_at = prophet_now_us() + (int64_t)prophet_cfg.stall_ms * 1000;
+    int warned = 0;
+
+    for (int i = 0; i < n; i++) {
+        hold_comm_t *h;
+        while ((h = hold_comm(open[i].c)) && h->open_gen &&
+               hold_gen_before(h->open_gen, open[i].gen)) {
+            if (pthread_equal(h->owner, self)) {
+                prophet_comm_t *c = open[i].c;
+                pthread_mutex_unlock(&prophet_hold_lock);
+                pthread_mutex_lock(&c->lock);
+                prophet_release_pending(c);
+                pthread_mutex_unlock(&c->lock);
+                pthread_mutex_lock(&prophet_hold_lock);
+                if (h->open_gen && hold_gen_before(h->open_gen, open[i].gen) &&
+                    pthread_equal(h->owner, self))
+                    break; /* nothing was pending after all (state out of step): do not spin */
+                continue;
+            }
+            if (!h->foreign_logged) {
+                h->foreign_logged = 1;
+                prophet_msg(PROPHET_LOG_INFO,
+                            "comm %lu: a host synchronisation on another thread waits for the "
+                            "issuing thread to release block generation %u",
+                            (unsigned long)open[i].c->id, open[i].gen);
+            }
+            if (!warned && prophet_now_us() > warn_at) {
+                warned = 1;
+                prophet_msg(PROPHET_LOG_WARN,
+                            "comm %lu: a host synchronisation has waited %u ms for a held block "
+                            "that only its issuing thread can release",
+                            (unsigned long)open[i].c->id, prophet_cfg.stall_ms);
+            }
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 5 * 1000 * 1000;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&prophet_hold_cond, &prophet_hold_lock, &ts);
+        }
+    }
+}
+
+/* ---- the interface of cuda_hold.h --------------------------------------------------------- */
+
+static int hold_skip(void)
+{
+    return !prophet_hold_armed() || prophet_hold_inside();
+}
+
+int prophet_hold_event_record(CUevent e, CUstream s, int ptsz, CUresult *rc)
+{
+    hold_stream_t *h;
+    hold_rec_t *r;
+    int handled = 0;
+
+    if (hold_skip())
+        return 0;
+    HOLD_LOCK();
+    if (!(h = hold_stream(s, ptsz)))
+        goto out;
+    hold_vdeps_prune(&h->vdeps);
+    hold_taint_prune(&h->taint);
+    r = hold_rec_find(e);
+    if (r) { /* a new record of the handle replaces the old one */
+        hold_rec_unvirt(r);
+        r->taint.n = 0;
+    }
+    if (h->vdeps.n > 0 && !hold_dep_has_open(&h->vdeps)) {
+        /* behind released blocks only: really wait for them (cheap) and record for real */
+        hold_materialise(h);
+    }
+    if (h->vdeps.n == 0) {
+        if (h->taint.n > 0 && (r = r ? r : hold_rec_get(e)) != NULL)
+            r->taint = h->taint; /* a real record behind a gate on an open block */
+        if (r)
+            hold_rec_settle(r);
+        goto out;
+    }
+    if (!(r = r ? r : hold_rec_get(e))) {
+        hold_materialise(h); /* out of memory: make it real */
+        goto out;
+    }
+    /* virtual: nothing reaches the driver (but the stream's real prefix, unless covered) */
+    r->deps = h->vdeps;
+    r->taint = h->taint;
+    r->s = h;
+    r->sh = NULL;
+    if (!hold_covered(h)) {
+        if (!h->shadow) {
+            hold_shadow_t *sh = calloc(1, sizeof(*sh));
+            CUresult r2 = CUDA_ERROR_OUT_OF_MEMORY;
+            prophet_hold_enter();
+            if (sh && (sh->ev = hold_event_get()) != NULL &&
+                (r2 = prophet_cu.EventRecord(sh->ev, h->real)) == CUDA_SUCCESS) {
+                sh->refs = 1;
+                sh->taint = h->taint;
+                h->shadow = sh;
+            } else {
+                if (sh && sh->ev)
+                    hold_event_put(sh->ev);
+                free(sh);
+            }
+            prophet_hold_leave();
+            if (!h->shadow) {
+                prophet_msg(PROPHET_LOG_WARN, "recording a stream's prefix failed (%s)",
+                            prophet_cuda_errstr(r2));
+                hold_materialise(h);
+                hold_rec_settle(r);
+                goto out; /* the driver records it for real */
+            }
+        }
+        r->sh = h->shadow;
+        r->sh->refs++;
+    }
+    r->virt = 1;
+    r->vprev = NULL;
+    r->vnext = hold_virt_head;
+    if (hold_virt_head)
+        hold_virt_head->vprev = r;
+    hold_virt_head = r;
+    hold_nvirt++;
+    *rc = CUDA_SUCCESS;
+    handled = 1;
+out:
+    hold_rearm();
+    HOLD_UNLOCK();
+    return handled;
+}
+
+int prophet_hold_stream_wait_event(CUstream s, CUevent e, int ptsz, CUresult *rc)
+{
+    hold_stream_t *h;
+    hold_rec_t *r;
+    int handled = 0;
+
+    if (hold_skip())
+        return 0;
+    HOLD_LOCK();
+    if (!(h = hold_stream(s, ptsz)))
+        goto out;
+    r = hold_rec_find(e);
+    if (r)
+        hold_rec_settle(r);
+    r = hold_rec_find(e);
+    if (r && r->virt) {
+        int full = 0;
+        HOLD_STREAM_CHANGE(h, {
+            for (int i = 0; i < r->deps.n; i++)
+                full |= hold_dep_add(&h->vdeps, r->deps.d[i].c, r->deps.d[i].gen) != 0;
+            for (int i = 0; i < r->taint.n; i++)
+                full |= hold_dep_add(&h->taint, r->taint.d[i].c, r->taint.d[i].gen) != 0;
+        });
+        *rc = CUDA_SUCCESS;
+        hold_stream_touched(h);
+        if (r->sh) {
+            prophet_hold_enter();
+            *rc = prophet_cu.StreamWaitEvent(h->real, r->sh->ev, 0);
+            prophet_hold_leave();
+        }
+        if (full) { /* more communicators than the set holds: wait for real */
+            hold_materialise(h);
+            prophet_hold_enter();
+            hold_rec_issue_on_stream(r);
+            hold_rec_issued(r);
+            *rc = prophet_cu.StreamWaitEvent(h->real, e, 0);
+            prophet_hold_leave();
+        }
+        handled = 1;
+        goto out;
+    }
+    hold_stream_touched(h);
+    if (r && r->taint.n > 0)
+        HOLD_STREAM_CHANGE(h, {
+            for (int i = 0; i < r->taint.n; i++)
+                hold_dep_add(&h->taint, r->taint.d[i].c, r->taint.d[i].gen);
+        });
+out:
+    hold_rearm();
+    HOLD_UNLOCK();
+    return handled;
+}
+
+void prophet_hold_stream_work(CUstream s, int ptsz)
+{
+    if (hold_skip())
+        return;
+    prophet_hold_work_own(s, ptsz);
+}
+
+void prophet_hold_work_own(CUstream s, int ptsz)
+{
+    hold_stream_t *h;
+
+    if (!prophet_hold_armed())
+        return;
+    HOLD_LOCK();
+    if ((h = hold_stream(s, ptsz)) != NULL) {
+        HOLD_STREAM_CHANGE(h, {
+            hold_vdeps_prune(&h->vdeps);
+            hold_taint_prune(&h->taint);
+        });
+        hold_materialise(h);
+        hold_stream_touched(h);
+    }
+    hold_rearm();
+    HOLD_UNLOCK();
+}
+
+int prophet_hold_event_query(CUevent e, CUresult *rc)
+{
+    hold_rec_t *r;
+    int handled = 0;
+
+    if (hold_skip())
+        return 0;
+    HOLD_LOCK();
+    if ((r = hold_rec_find(e)) != NULL && r->virt) {
+        *rc = CUDA_ERROR_NOT_READY; /* releases nothing: a watchdog never changes the grouping */
+        handled = 1;
+    }
+    HOLD_UNLOCK();
+    return handled;
+}
+
+int prophet_hold_stream_query(CUstream s, int ptsz, CUresult *rc)
+{
+    CUstream key, real;
+    int legacy, perthread, handled = 0;
+    hold_stream_t *h;
+
+    if (hold_skip())
+        return 0;
+    hold_stream_norm(s, ptsz, &key, &real, &legacy, &perthread);
+    HOLD_LOCK();
+    if ((h = hold_stream_lookup(key)) != NULL) {
+        for (int i = 0; i < h->vdeps.n; i++)
+            if (!hold_complete(&h->vdeps.d[i]))
+                handled = 1;
+        for (hold_rec_t *r = hold_virt_head; r && !handled; r = r->vnext)
+            handled = r->s == h;
+    }
+    if (handled)
+        *rc = CUDA_ERROR_NOT_READY;
+    HOLD_UNLOCK();
+    return handled;
+}
+
+int prophet_hold_event_elapsed(CUevent a, CUevent b, CUresult *rc)
+{
+    hold_rec_t *r;
+    int handled = 0;
+
+    if (hold_skip())
+        return 0;
+    HOLD_LOCK();
+    if (((r = hold_rec_find(a)) != NULL && r->virt) ||
+        ((r = hold_rec_find(b)) != NULL && r->virt)) {
+        *rc = CUDA_ERROR_NOT_READY;
+        handled = 1;
+    }
+    HOLD_UNLOCK();
+    return handled;
+}
+
+void prophet_hold_event_sync(CUevent e)
+{
+    hold_dep_t open[HOLD_MAXCOMM];
+    hold_rec_t *r;
+    int n = 0;
+
+    if (hold_skip())
+        return;
+    HOLD_LOCK();
+    if ((r = hold_rec_find(e)) != NULL) {
+        n = hold_collect_open(&r->deps, open, 0);
+        n = hold_collect_open(&r->taint, open, n);
+    }
+    hold_release_or_wait(open, n);
+    /* released: the record was issued on X (or its stream); nothing else to do */
+    hold_rearm();
+    HOLD_UNLOCK();
+}
+
+void prophet_hold_stream_sync(CUstream s, int ptsz)
+{
+    hold_dep_t open[HOLD_MAXCOMM];
+    hold_stream_t *h;
+    int n = 0;
+
+    if (hold_skip())
+        return;
+    HOLD_LOCK();
+    if ((h = hold_stream(s, ptsz)) != NULL) {
+        n = hold_collect_open(&h->vdeps, open, 0);
+        n = hold_collect_open(&h->taint, open, n);
+        hold_release_or_wait(open, n);
+        HOLD_STREAM_CHANGE(h, {
+            hold_vdeps_prune(&h->vdeps);
+            hold_taint_prune(&h->taint);
+        });
+        hold_materialise(h); /* the host waits for what the stream is behind */
+    }
+    hold_rearm();
+    HOLD_UNLOCK();
+}
+
+void prophet_hold_ctx_sync(void)
+{
+    hold_dep_t open[HOLD_MAXCOMM];
+    int n = 0;
+
+    if (hold_skip())
+        return;
+    HOLD_LOCK();
+    for (int i = 0; i < hold_ncomms; i++)
+        if (hold_comms[i].open_gen && n < HOLD_MAXCOMM)
+            open[n++] = (hold_dep_t){hold_comms[i].c, hold_comms[i].open_gen};
+    hold_release_or_wait(open, n);
+    /* every block is released: the context synchronisation waits for X and the records on it */
+    for (int b = 0; b < HOLD_STREAM_BUCKETS; b++)
+        for (hold_stream_t *h = hold_streams[b]; h; h = h->next)
+            HOLD_STREAM_CHANGE(h, {
+                hold_vdeps_prune(&h->vdeps);
+                hold_taint_prune(&h->taint);
+            });
+    hold_rearm();
+    HOLD_UNLOCK();
+}
+
+int prophet_hold_event_destroy(CUevent e, CUresult *rc)
+{
+    hold_rec_t *r;
+    int handled = 0;
+
+    if (hold_skip())
+        return 0;
+    HOLD_LOCK();
+    if ((r = hold_rec_find(e)) != NULL) {
+        if (r->virt) {
+            r->destroy = 1; /* destroyed once issued */
+            *rc = CUDA_SUCCESS;
+            handled = 1;
+        } else {
+            hold_rec_free(r);
+        }
+    }
+    hold_rearm();
+    HOLD_UNLOCK();
+    return handled;
+}
+
+int prophet_hold_stream_destroy(CUstream s, CUresult *rc)
+{
+    hold_dep_t open[HOLD_MAXCOMM];
+    hold_stream_t *h;
+    int n;
+
+    (void)rc;
+    if (hold_skip())
+        return 0;
+    HOLD_LOCK();
+    if ((h = hold_stream_lookup(s)) != NULL && !h->legacy) {
+        /* its virtual records must reach the GPU before it goes: like a synchronisation */
+        n = hold_collect_open(&h->vdeps, open, 0);
+        n = hold_collect_open(&h->taint, open, n);
+        hold_release_or_wait(open, n);
+        hold_materialise(h);
+        for (hold_rec_t *r = hold_virt_head, *nx; r; r = nx) {
+            nx = r->vnext;
+            if (r->s == h) {
+                prophet_hold_enter();
+                hold_rec_issue_on_stream(r);
+                prophet_hold_leave();
+                hold_rec_issued(r);
+            }
+        }
+        HOLD_STREAM_CHANGE(h, h->vdeps.n = h->taint.n = 0);
+        hold_stream_touched(h);
+        h->flags_known = 0; /* the handle may be reused for another stream */
+    }
+    hold_rearm();
+    HOLD_UNLOCK();
+    return 0;
+}
+
+void prophet_hold_stream_created(CUstream s, unsigned flags)
+{
+    hold_stream_t *h;
+
+    if (!s || prophet_hold_inside())
+        return;
+    HOLD_LOCK();
+    if ((h = hold_stream_lookup(s)) != NULL || (h = hold_stream_new(s, s, 0, 0)) != NULL) {
+        h->blocking = !(flags & CU_STREAM_NON_BLOCKING);
+        h->flags_known = 1;
+        HOLD_STREAM_CHANGE(h, h->vdeps.n = h->taint.n = 0);
+        hold_stream_touched(h);
+    }
+    HOLD_UNLOCK();
+}
+
+/* ---- the scheduler's side (prophet_preload.h) ------------------------------------------------ */
+
+/* Before a call on comm c is held on stream st (comm lock NOT held): every open block of another
+ * communicator that st is behind is released first, and st really waits for them, so that a held
+ * member never depends on an open block (no cycle between communicators). */
+void prophet_hold_before_call(prophet_comm_t *c, CUstream st)
+{
+    hold_dep_t open[HOLD_MAXCOMM];
+    hold_stream_t *h;
+    int n = 0;
+
+    if (!prophet_hold_armed())
+        return;
+    HOLD_LOCK();
+    if ((h = hold_stream(st, 0)) != NULL) {
+        for (int i = 0; i < h->vdeps.n; i++)
+            if (h->vdeps.d[i].c != c && hold_is_open(&h->vdeps.d[i]))
+                open[n++] = h->vdeps.d[i];
+        for (int i = 0; i < h->taint.n; i++)
+            if (h->taint.d[i].c != c && hold_is_open(&h->taint.d[i]))
+                open[n++] = h->taint.d[i];
+        hold_release_or_wait(open, n);
+        /* dependencies on other communicators' (released) blocks become real now */
+        int other = 0;
+        for (int i = 0; i < h->vdeps.n; i++)
+            other |= h->vdeps.d[i].c != c;
+        if (other) {
+            hold_depset_t mine = {0};
+            for (int i = 0; i < h->vdeps.n; i++)
+                if (h->vdeps.d[i].c == c)
+                    hold_dep_add(&mine, c, h->vdeps.d[i].gen);
+            HOLD_STREAM_CHANGE(h, {
+                for (int i = h->vdeps.n; i-- > 0;)
+                    if (h->vdeps.d[i].c == c)
+                        hold_dep_del(&h->vdeps, i);
+            });
+            hold_materialise(h);
+            HOLD_STREAM_CHANGE(h, h->vdeps = mine);
+        }
+    }
+    hold_rearm();
+    HOLD_UNLOCK();
+}
+
+/* Rule 7: may a call on st join c's open block (generation gen)? Not when st is materially
+ * behind it (real work on st may have read a held result). Comm lock held. */
+int prophet_hold_may_join(prophet_comm_t *c, CUstream st, uint32_t gen)
+{
+    CUstream key, real;
+    int legacy, perthread, ok = 1;
+    hold_stream_t *h;
+
+    HOLD_LOCK();
+    hold_stream_norm(st, 0, &key, &real, &legacy, &perthread);
+    if ((h = hold_stream_lookup(key)) != NULL) {
+        if (h->legacy || h->blocking)
+            h = hold_stream(st, 0);
+        for (int i = 0; h && i < h->taint.n; i++)
+            if (h->taint.d[i].c == c && hold_gen_before(gen, h->taint.d[i].gen))
+                ok = 0;
+    }
+    HOLD_UNLOCK();
+    return ok;
+}
+
+/* A call was held on st in c's open block gen (its ready event was just recorded on st). */
+void prophet_hold_call_held(prophet_comm_t *c, CUstream st, uint32_t gen)
+{
+    hold_comm_t *hc;
+    hold_stream_t *h;
+
+    HOLD_LOCK();
+    hc = hold_comm(c);
+    h = hold_stream(st, 0);
+    if (hc && !hc->open_gen) {
+        hc->open_gen = gen;
+        hc->owner = pthread_self();
+        hold_nopen++;
+    }
+    if (h) {
+        HOLD_STREAM_CHANGE(h, {
+            if (hold_dep_add(&h->vdeps, c, gen) != 0)
+                prophet_msg(PROPHET_LOG_WARN, "stream behind more than %d communicators",
+                            HOLD_MAXDEP);
+        });
+        hold_stream_touched(h);
+        h->cover_c = c;
+        h->cover_gen = gen;
+    }
+    hold_rearm();
+    HOLD_UNLOCK();
+}
+
+/* Issues virtual record r on X after block (c, gen) when nothing else holds it back. */
+static void hold_rec_release(hold_rec_t *r, prophet_comm_t *c, int ok)
+{
+    CUresult rc = CUDA_SUCCESS;
+
+    for (int i = 0; i < r->deps.n; i++)
+        if (!hold_is_released(&r->deps.d[i]))
+            return; /* still behind another open block */
+    hold_taint_prune(&r->taint);
+    if (ok && c->x && r->taint.n == 0) {
+        /* on X, after the block: the other blocks (released), the recording stream's prefix */
+        for (int i = 0; i < r->deps.n && rc == CUDA_SUCCESS; i++)
+            if (r->deps.d[i].c != c)
+                rc = hold_gate(c->x, &r->deps.d[i]);
+        if (rc == CUDA_SUCCESS && r->sh)
+            rc = prophet_cu.StreamWaitEvent(c->x, r->sh->ev, 0);
+        if (rc == CUDA_SUCCESS)
+            rc = prophet_cu.EventRecord(r->ev, c->x);
+        if (rc == CUDA_SUCCESS) {
+            hold_rec_issued(r);
+            return;
+        }
+    }
+    hold_rec_issue_on_stream(r); /* behind real gates on its own stream */
+    hold_rec_issued(r);
+}
+
+/* Block gen of c was released: PROPHET_HOLD_ON_X (its generation written on X after it),
+ * PROPHET_HOLD_ON_STREAM (launched on the members' stream, generation written there) or
+ * PROPHET_HOLD_DROPPED (the gate word is opened here, from the host). Comm lock held, inside the
+ * preload. */
+void prophet_hold_block_released(prophet_comm_t *c, uint32_t gen, int how)
+{
+    int ok = how == PROPHET_HOLD_ON_X;
+    hold_comm_t *hc;
+
+    HOLD_LOCK();
+    hc = hold_comm(c);
+    if (hc && hc->open_gen) {
+        hc->open_gen = 0;
+        hold_nopen--;
+    }
+    if (hc)
+        hc->released = gen;
+    if (how == PROPHET_HOLD_DROPPED && c->gate_host) /* a gated stream must never hang */
+        __atomic_store_n(c->gate_host, gen, __ATOMIC_RELEASE);
+    /* taints on this block are over: the gates stay on the GPU */
+    for (int b = 0; b < HOLD_STREAM_BUCKETS; b++)
+        for (hold_stream_t *h = hold_streams[b]; h; h = h->next)
+            HOLD_STREAM_CHANGE(h, {
+                hold_taint_prune(&h->taint);
+                hold_vdeps_prune(&h->vdeps);
+            });
+    for (hold_rec_t *r = hold_virt_head, *n; r; r = n) {
+        n = r->vnext;
+        for (int i = 0; i < r->deps.n; i++)
+            if (r->deps.d[i].c == c) {
+                hold_rec_release(r, c, ok);
+                break;
+            }
+    }
+    for (int b = 0; b < HOLD_EVENT_BUCKETS; b++)
+        for (hold_rec_t *r = hold_recs[b], *n; r; r = n) {
+            n = r->next;
+            if (!r->virt)
+                hold_rec_settle(r);
+        }
+    hold_rearm();
+    pthread_cond_broadcast(&prophet_hold_cond);
+    HOLD_UNLOCK();
+}
