@@ -82,6 +82,7 @@ typedef struct hold_comm {
     prophet_comm_t *c;
     uint32_t open_gen; /* generation of the open block, 0 when none */
     pthread_t owner;
+    CUstream stream;   /* normalised key of the open block's members' stream */
     uint32_t released; /* generation of the last released block */
     int foreign_logged;
 } hold_comm_t;
@@ -714,21 +715,47 @@ out:
     return handled;
 }
 
+static void hold_work(CUstream s, int ptsz, int may_release);
+
 void prophet_hold_stream_work(CUstream s, int ptsz)
 {
     if (hold_skip())
         return;
-    prophet_hold_work_own(s, ptsz);
+    hold_work(s, ptsz, 1);
 }
 
 void prophet_hold_work_own(CUstream s, int ptsz)
 {
+    hold_work(s, ptsz, 0);
+}
+
+void prophet_hold_forward_work(CUstream s, int ptsz)
+{
+    hold_work(s, ptsz, 1);
+}
+
+/* Real work on s. When it lands on the members' stream of an open block that this thread issued,
+ * no later call of that stream can join the block any more (it is materially behind it): the block
+ * is released here, a program-order point of the issuing thread (the same on every rank), so that
+ * no host synchronisation of another thread waits for it (Horovod's copy-out after the call). */
+static void hold_work(CUstream s, int ptsz, int may_release)
+{
+    hold_dep_t dead[HOLD_MAXCOMM];
     hold_stream_t *h;
+    int n = 0;
 
     if (!prophet_hold_armed())
         return;
     HOLD_LOCK();
     if ((h = hold_stream(s, ptsz)) != NULL) {
+        for (int i = 0; may_release && i < h->vdeps.n; i++) {
+            hold_comm_t *hc = hold_comm(h->vdeps.d[i].c);
+            if (hc && hold_is_open(&h->vdeps.d[i]) && hc->stream == h->key &&
+                pthread_equal(hc->owner, pthread_self()))
+                dead[n++] = h->vdeps.d[i];
+        }
+        if (n)
+            hold_release_or_wait(dead, n);
         HOLD_STREAM_CHANGE(h, {
             hold_vdeps_prune(&h->vdeps);
             hold_taint_prune(&h->taint);
@@ -1010,6 +1037,7 @@ void prophet_hold_call_held(prophet_comm_t *c, CUstream st, uint32_t gen)
     if (hc && !hc->open_gen) {
         hc->open_gen = gen;
         hc->owner = pthread_self();
+        hc->stream = h ? h->key : NULL;
         hold_nopen++;
     }
     if (h) {

@@ -16,7 +16,7 @@
         if (!prophet_active())                                                                     \
             return PROPHET_REAL(fn, __VA_ARGS__);                                                  \
         prophet_comm_barrier(comm);                                                                \
-        prophet_hold_work_own((CUstream)(strm), 0);                                                \
+        prophet_hold_forward_work((CUstream)(strm), 0);                                                \
         prophet_hold_enter();                                                                      \
         r_ = PROPHET_REAL(fn, __VA_ARGS__);                                                        \
         prophet_hold_leave();                                                                      \
@@ -33,7 +33,7 @@ PROPHET_EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, 
         return PROPHET_REAL(AllReduce, sendbuff, recvbuff, count, datatype, op, comm, stream);
     if ((c = prophet_comm_find(comm)) == NULL) {
         ncclResult_t r;
-        prophet_hold_work_own((CUstream)stream, 0);
+        prophet_hold_forward_work((CUstream)stream, 0);
         prophet_hold_enter();
         r = PROPHET_REAL(AllReduce, sendbuff, recvbuff, count, datatype, op, comm, stream);
         prophet_hold_leave();

@@ -292,8 +292,11 @@ int prophet_hold_may_join(prophet_comm_t *c, CUstream st, uint32_t gen);
 void prophet_hold_call_held(prophet_comm_t *c, CUstream st, uint32_t gen);
 /* Block gen was released (how: PROPHET_HOLD_*); issues the event records made behind it. */
 void prophet_hold_block_released(prophet_comm_t *c, uint32_t gen, int how);
-/* The preload is about to enqueue real work of the job on st (a forwarded NCCL call). */
+/* The preload is about to enqueue real work of the job on st: from the scheduler (comm lock
+ * held: never releases), or a forwarded NCCL call (no lock held: may release the open block whose
+ * members' stream is st, as the wrappers' prophet_hold_stream_work does). */
 void prophet_hold_work_own(CUstream st, int ptsz);
+void prophet_hold_forward_work(CUstream st, int ptsz);
 
 /* ---- a communicator's life (comm_life.c): the only caller of setup and teardown --------- */
 /* Called after a real init/split succeeded. rank/nranks < 0: ask NCCL at setup. */
