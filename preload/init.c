@@ -10,6 +10,7 @@
 _Atomic int prophet_mode;
 
 static pthread_mutex_t prophet_init_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t prophet_config_once = PTHREAD_ONCE_INIT;
 static _Atomic int prophet_heavy; /* threads or CUDA state exist in this process */
 static void (*_Atomic prophet_exit_hook)(void);
 
@@ -44,6 +45,16 @@ static void prophet_atexit(void)
     fn();
 }
 
+static void prophet_config_load_once(void)
+{
+    prophet_config_load(&prophet_cfg); /* invalid values: one line each, defaults kept */
+}
+
+void prophet_init_config(void)
+{
+    pthread_once(&prophet_config_once, prophet_config_load_once);
+}
+
 int prophet_init(void)
 {
     int mode;
@@ -52,7 +63,7 @@ int prophet_init(void)
     mode = atomic_load(&prophet_mode);
     if (mode != PROPHET_MODE_UNINIT)
         goto out;
-    prophet_config_load(&prophet_cfg); /* invalid values: one line each, defaults kept */
+    prophet_init_config();
     if (prophet_nccl_resolve() != 0) {
         mode = PROPHET_MODE_PASSTHROUGH;
         goto out;
