@@ -5,7 +5,8 @@
  * compute stream waits on the end event (work.wait()). --current-stream (PyTorch 2.8's
  * async_op=False): the call goes on the compute stream itself, with no event at all.
  * --scale-each: a kernel on the compute stream multiplies each result by 1/ranks right after its
- * call (grad /= world_size). */
+ * call (grad /= world_size). --unhooked-consumer: a kernel on the compute stream reads and checks
+ * each result right after its call, launched through an entry point no interposer wraps. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -70,6 +71,8 @@ static int all_reduce_one(struct emu_rank *r, size_t g)
             return -1;
         emu_release_work(r, &w);
     }
+    if (r->opt->unhooked_consumer && emu_launch_unhooked_check(r, g, r->compute))
+        return -1;
     if (r->opt->scale_each &&
         emu_launch_scale(r, r->grad[g], r->count[g], 1.0f / (float)r->nranks, r->compute))
         return -1;

@@ -79,7 +79,8 @@ static const char usage_text[] =
     "    --current-stream     per-param-sync: the calls go on the compute stream\n"
     "    --scale-each         per-param-sync: scale each result by 1/ranks on the compute\n"
     "                         stream right after its call\n"
-    "    --unhooked-consumer  with --scale-each: launch that kernel through emuLaunchKernel, an\n"
+    "    --unhooked-consumer  per-param-sync: a kernel on the compute stream reads and checks each\n"
+    "                         result right after its call, launched through emuLaunchKernel, an\n"
     "                         emulator entry point that no interposer wraps (a consumer the\n"
     "                         preload cannot see: the check must then fail, not pass silently)\n"
     "    --watchdog-us N      a thread per rank queries (cuEventQuery) the end events of the\n"
@@ -559,8 +560,9 @@ static int check_required(const struct emu_options *o)
                         "per-param-sync\n");
         return 2;
     }
-    if (o->unhooked_consumer && !o->scale_each) {
-        fprintf(stderr, "prophet-emu: --unhooked-consumer needs --scale-each\n");
+    if (o->unhooked_consumer && (o->mode != EMU_MODE_PER_PARAM_SYNC || o->scale_each)) {
+        fprintf(stderr, "prophet-emu: --unhooked-consumer needs --mode per-param-sync "
+                        "(without --scale-each)\n");
         return 2;
     }
     if (o->change_at_iter >= 0 && o->mode != EMU_MODE_PER_TENSOR) {

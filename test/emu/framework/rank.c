@@ -236,35 +236,11 @@ static int launch_paced(struct emu_rank *r, struct emu_kernel_arg *a, const char
     return emu_cu(r, emu_gpu->launch(r->k_paced, params, r->compute), what);
 }
 
-/* --unhooked-consumer: the scale kernel through an emulator entry point no interposer wraps. */
-struct emu_unhooked_scale {
-    float *d;
-    uint64_t n;
-    float f;
-};
-
-static void unhooked_scale_kernel(void *p)
-{
-    struct emu_unhooked_scale *a = p;
-    void *params[] = {&a->d, &a->n, &a->f};
-
-    scale_kernel(params);
-    free(a);
-}
-
 int emu_launch_scale(struct emu_rank *r, CUdeviceptr d, uint64_t n, float f, CUstream s)
 {
     float *p = (float *)(uintptr_t)d;
     void *params[] = {&p, &n, &f};
 
-    if (r->opt->unhooked_consumer) {
-        struct emu_unhooked_scale *a = malloc(sizeof(*a));
-        if (!a)
-            return emu_cu(r, CUDA_ERROR_OUT_OF_MEMORY, "emuLaunchKernel (scale)");
-        *a = (struct emu_unhooked_scale){p, n, f};
-        return emu_cu(r, emuLaunchKernel(s, 0, unhooked_scale_kernel, a),
-                      "emuLaunchKernel (scale, unhooked)");
-    }
     return emu_cu(r, emu_gpu->launch(r->k_scale, params, s), "cuLaunchKernel (scale)");
 }
 
@@ -382,6 +358,35 @@ int emu_compute_wait(struct emu_rank *r, CUevent e)
     r->compute_waited++;
     r->waited_event = e;
     return emu_cu(r, emu_gpu->stream_wait_event(r->compute, e), "cuStreamWaitEvent (compute)");
+}
+
+/* --unhooked-consumer: a kernel that reads gradient g's all-reduced values and checks them, launched
+ * through emuLaunchKernel, an emulator entry point that no interposer wraps. */
+struct emu_unhooked_check {
+    struct emu_rank *r;
+    int iter;
+    size_t g;
+};
+
+static void check_gradient(struct emu_rank *r, int iter, size_t g, const float *d);
+
+static void unhooked_check_kernel(void *p)
+{
+    struct emu_unhooked_check *a = p;
+
+    check_gradient(a->r, a->iter, a->g, (const float *)(uintptr_t)a->r->grad[a->g]);
+    free(a);
+}
+
+int emu_launch_unhooked_check(struct emu_rank *r, size_t g, CUstream s)
+{
+    struct emu_unhooked_check *a = malloc(sizeof(*a));
+
+    if (!a)
+        return emu_cu(r, CUDA_ERROR_OUT_OF_MEMORY, "emuLaunchKernel (check)");
+    *a = (struct emu_unhooked_check){r, r->iter, g};
+    return emu_cu(r, emuLaunchKernel(s, 0, unhooked_check_kernel, a),
+                  "emuLaunchKernel (check, unhooked)");
 }
 
 /* Backward step g's work: write the gradient (at the end of the step). */

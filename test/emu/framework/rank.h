@@ -146,6 +146,10 @@ struct emu_work_events {
 int emu_record_work(struct emu_rank *r, CUstream s, struct emu_work_events *w);
 void emu_release_work(struct emu_rank *r, struct emu_work_events *w);
 
+/* --unhooked-consumer: a kernel that checks gradient g of this iteration on stream s, launched
+ * through emuLaunchKernel (no interposer sees it). */
+int emu_launch_unhooked_check(struct emu_rank *r, size_t g, CUstream s);
+
 /* Launches the kernel d[i] *= f (i < n) on stream s. */
 int emu_launch_scale(struct emu_rank *r, CUdeviceptr d, uint64_t n, float f, CUstream s);
 
