@@ -10,7 +10,7 @@ result is reported as a ratio to it. Writes a Markdown table and an SVG plot.
   scripts/bench.py [--quick] [--out docs/benchmarks.md] [--svg docs/benchmarks.svg]
                    [--profiles resnet50,vgg16] [--ranks 4,8] [--bandwidths 10Gbit,25Gbit]
                    [--modes ddp,per-tensor] [--iters 40] [--warmup 8] [--scale S]
-                   [--policies passthrough,fusion,buckets,prophet,optimal] [--gate block]
+                   [--policies passthrough,fusion,buckets,prophet,optimal] [--gate hold]
 """
 import argparse
 import datetime
@@ -37,7 +37,7 @@ def parse_args():
     ap.add_argument("--bandwidths", default="1Gbit,2.5Gbit")
     ap.add_argument("--modes", default="ddp,per-tensor,horovod")
     ap.add_argument("--policies", default="passthrough,fusion,buckets,prophet,optimal")
-    ap.add_argument("--gate", default="block", choices=["block", "call"])
+    ap.add_argument("--gate", default="hold", choices=["hold", "observe"])
     ap.add_argument("--latency-us", type=float, default=300.0, help="emulated per-operation latency")
     ap.add_argument("--iters", type=int, default=90)
     ap.add_argument("--warmup", type=int, default=60,
@@ -63,7 +63,7 @@ def run_emu(a, profile, ranks, bw, mode, policy):
     env["LD_LIBRARY_PATH"] = os.path.join(a.build, "lib", "emu")
     env["EMU_NCCL_BW"] = bw
     env["EMU_NCCL_LATENCY_US"] = str(a.latency_us)
-    gate = a.gate if mode != "horovod" else "call"  # Horovod reads its fusion buffer after each call
+    gate = a.gate  # hold (the default) is exact in every mode
     if policy is not None:
         env["LD_PRELOAD"] = os.path.join(a.build, "lib", "libprophet.so")
         env["PROPHET_POLICY"] = policy
@@ -73,10 +73,10 @@ def run_emu(a, profile, ranks, bw, mode, policy):
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tf:
         out = tf.name
     cmd = [emu, "--ranks", str(ranks), "--profile", os.path.join(ROOT, "profiles", profile + ".json"),
-           "--mode", mode, "--iters", str(a.iters), "--warmup", str(a.warmup), "--wait", "all",
+           "--mode", "ddp" if mode == "ddp-view" else mode, "--iters", str(a.iters), "--warmup", str(a.warmup), "--wait", "all",
            "--json", out, "--quiet"] + a.emu_args.split()
-    if mode == "ddp":
-        cmd.append("--bucket-view")  # DDP with gradient_as_bucket_view=True: safe in block mode
+    if mode == "ddp-view":
+        cmd.append("--bucket-view")  # DDP with gradient_as_bucket_view=True
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=a.timeout)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} (policy {policy}) failed rc={p.returncode}:\n{p.stderr[-2000:]}")
@@ -84,7 +84,7 @@ def run_emu(a, profile, ranks, bw, mode, policy):
         res = json.load(f)
     os.unlink(out)
     its = res["iteration_us"][a.warmup:] or res["iteration_us"]
-    if policy is not None and gate == "block" and policy != "passthrough" and "plan v" not in p.stderr:
+    if policy is not None and gate == "hold" and policy != "passthrough" and "plan v" not in p.stderr:
         print(f"bench: warning: no plan agreed for {profile}/{mode}/{policy}", file=sys.stderr)
     return statistics.median(its), p.stderr
 
@@ -188,11 +188,11 @@ def main():
     md = []
     md.append(f"Generated {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC on {platform.node()} "
               f"({os.cpu_count()} CPUs) by `{' '.join(['scripts/bench.sh'] + sys.argv[1:])}`; "
-              f"gate `{a.gate}` (Horovod rows: `call`), emulated latency {a.latency_us:g} us, "
+              f"gate `{a.gate}`, emulated latency {a.latency_us:g} us, "
               f"{a.iters} iterations, median after {a.warmup} warm-up. Every other PROPHET_* knob "
               f"at its default but PROPHET_POLICY (a column each; the default is `optimal`); "
               f"`PROPHET_GATE={a.gate}` is "
-              f"{'the default' if a.gate == 'call' else 'not the default (call mode never holds a call, so it cannot regroup)'}.\n")
+              f"{'the default' if a.gate == 'hold' else 'not the default (observe mode never holds a call, so it cannot regroup)'}.\n")
     md.append("Iteration time in ms, and in brackets the ratio to the optimum (MG-WFBP lower bound from "
               "`prophet-sim` for the same profile, ranks, bandwidth and latency).\n")
     md.append("| profile | mode | ranks | link | optimum | " + " | ".join("no preload" if c == "none" else c for c in cols) + " |")

@@ -3,9 +3,8 @@
 # real gradient profile, PyTorch-DDP-like buckets — here per-tensor hooks by default, which gives
 # Prophet the most to regroup — over real TCP sockets paced to a 1 Gbit/s link per rank) twice:
 # without the preload, and with LD_PRELOAD=build/lib/libprophet.so. Every PROPHET_* knob is at its
-# default except PROPHET_GATE=block (the default, call mode, observes and plans but never holds a
-# call, so it cannot regroup; the demo says so beside its figure) and prophet-emu's default
-# warm-up (1 iteration). Prints the median iteration times over every iteration (learning,
+# default (the default mode holds completions and regroups; PROPHET_DEBUG and PROPHET_LOG only
+# report) and prophet-emu's default warm-up (1 iteration). Prints the median iteration times over every iteration (learning,
 # measuring and agreeing a plan included) and over the iterations after the first 50, the speedup,
 # and what the scheduler did. Takes about a minute.
 #   scripts/demo.sh [--mode per-tensor|ddp] [--ranks N] [--profile NAME] [--bw 1Gbit] [--iters K]
@@ -38,8 +37,8 @@ run() { # name, extra env...
 }
 echo "demo: $ranks ranks, $profile, mode $mode, link $bw per rank, latency ${latency}us, $iters iterations"
 run baseline
-# default knobs but the gate (PROPHET_DEBUG and PROPHET_LOG only report)
-run prophet LD_PRELOAD="$PWD/build/lib/libprophet.so" PROPHET_GATE=block PROPHET_DEBUG=INFO \
+# default knobs (PROPHET_DEBUG and PROPHET_LOG only report)
+run prophet LD_PRELOAD="$PWD/build/lib/libprophet.so" PROPHET_DEBUG=INFO \
   PROPHET_LOG="$out/log"
 python3 - "$out" "$settled" <<'EOP'
 import json, statistics, sys, os
@@ -51,7 +50,7 @@ def med(n):
     return statistics.median(its), statistics.median(its[settled:] or its), len(its), j
 b, bs, n, bj = med("baseline"); p, ps, _, pj = med("prophet")
 print(f"  without the preload : {b/1e3:8.1f} ms per iteration ({bj['calls_per_iter']} all-reduces)")
-print(f"  with Prophet        : {p/1e3:8.1f} ms per iteration   (default knobs but PROPHET_GATE=block)")
+print(f"  with Prophet        : {p/1e3:8.1f} ms per iteration   (default knobs)")
 print(f"  speedup             : {b/p:8.2f}x   (median of all {n} iterations, learning included; "
       f"results checked exactly on every rank, every iteration)")
 print(f"  after the first {settled} iterations: {bs/1e3:.1f} ms vs {ps/1e3:.1f} ms, {bs/ps:.2f}x")

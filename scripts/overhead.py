@@ -62,7 +62,7 @@ def main():
     for _ in range(a.runs):
         u, calls = cpu_run(a, {})
         base.append(u)
-        u, _ = cpu_run(a, {"LD_PRELOAD": lib, "PROPHET_GATE": "call"})
+        u, _ = cpu_run(a, {"LD_PRELOAD": lib, "PROPHET_GATE": "observe"})
         call.append(u)
     mb, mc = statistics.median(base), statistics.median(call)
     print(f"\n2. CPU time per iteration per rank, {a.profile} per-tensor ({calls} calls), {a.ranks} ranks, "

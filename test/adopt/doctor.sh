@@ -27,7 +27,7 @@ doctor 0 -- "$fix/doctor_fixture_linked"
 has "^PASS  preload +.*/libprophet.so is loaded"
 has "^PASS  nccl +.*/libnccl.so.2, version 2\.[0-9]+\.[0-9]+.*interposable"
 has "^PASS  calls +the preload intercepted 4 NCCL calls"
-has "^PASS  knobs +.*GATE=call"
+has "^PASS  knobs +.*GATE=hold"
 has "^PASS  cuda +driver .*libcuda.so.1"
 echo "linked: ok"
 

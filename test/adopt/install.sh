@@ -27,7 +27,7 @@ prof=$prefix/share/prophet/profiles/resnet50.json
 # The demo job, preloaded from the install prefix (prophet-emu and the emulated CUDA/NCCL are test
 # doubles: they stay in the build tree).
 env LD_LIBRARY_PATH="$build/lib/emu" LD_PRELOAD="$libdir/libprophet.so" PROPHET_DEBUG=INFO \
-    PROPHET_GATE=call "$build/bin/prophet-emu" --timeout 60 --quiet --ranks 2 --profile "$prof" \
+    PROPHET_GATE=observe "$build/bin/prophet-emu" --timeout 60 --quiet --ranks 2 --profile "$prof" \
     --mode ddp --iters 30 --scale 0.05 --elements-scale 0.01 >"$out" 2>&1 ||
     fail "the demo job failed under the installed preload"
 n=$(grep -c "prophet: INFO summary comm .*calls=[1-9]" "$out")

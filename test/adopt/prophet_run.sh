@@ -22,7 +22,7 @@ for i in 0 1; do
     grep -qx "LD_PRELOAD=$other:$lib" "$f" || fail "worker $i: LD_PRELOAD is not '$other:$lib'"
     grep -qx "mapped=$lib" "$f" || fail "worker $i: libprophet.so not loaded"
     grep -qx "PROPHET_LOG=$(cd "$tmp/logs" && pwd -P)" "$f" || fail "worker $i: PROPHET_LOG not set"
-    grep -qx "PROPHET_GATE=call" "$f" || fail "worker $i: --observe did not set the observe-only mode"
+    grep -qx "PROPHET_GATE=observe" "$f" || fail "worker $i: --observe did not set the observe-only mode"
 done
 echo "torchrun-like: ok"
 
@@ -38,12 +38,12 @@ done
 echo "mpirun-like: ok"
 
 # The emulated job: intercepted on every rank, observe-only, logs written.
-env LD_LIBRARY_PATH="$build/lib/emu" PROPHET_DEBUG=INFO PROPHET_GATE=block \
+env LD_LIBRARY_PATH="$build/lib/emu" PROPHET_DEBUG=INFO \
     "$run" --observe --log "$tmp/joblogs" "$build/bin/prophet-emu" --timeout 60 --quiet --ranks 2 \
     --profile "$here/../../profiles/resnet50.json" --mode ddp --iters 30 --scale 0.05 \
     --elements-scale 0.01 >"$tmp/out" 2>&1 || fail "the emulated job failed under prophet-run"
-[ "$(grep -c 'prophet: INFO active: .*gate call' "$tmp/out")" -eq 2 ] ||
-    fail "not every rank active in observe-only (gate call) mode"
+[ "$(grep -c 'prophet: INFO active: .*gate observe' "$tmp/out")" -eq 2 ] ||
+    fail "not every rank active in observe-only (gate observe) mode"
 [ "$(grep -c 'prophet: INFO summary comm .*calls=[1-9]' "$tmp/out")" -eq 2 ] || fail "calls not intercepted"
 [ "$(ls "$tmp/joblogs" | wc -l)" -ge 2 ] || fail "no schedule log per rank in --log DIR"
 echo "emulated job: ok"

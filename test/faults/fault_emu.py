@@ -41,7 +41,7 @@ def run_emu(build, profdir, kv, extra, timeout):
         if env.get("FAULT_PRELOAD_PREFIX"):  # e.g. the ASan runtime, which must come first
             pre = env["FAULT_PRELOAD_PREFIX"] + " " + pre
         env["LD_PRELOAD"] = pre
-        env["PROPHET_GATE"] = kv.get("gate", "block")
+        env["PROPHET_GATE"] = kv.get("gate", "hold")
         env.setdefault("PROPHET_DEBUG", "INFO")
     for item in filter(None, kv.get("env", "").split(",")):
         k, _, v = item.partition("=")
