@@ -56,10 +56,22 @@ out:
     return prophet_runtime_rc;
 }
 
+/* The holding engine's release of a held block (a host synchronisation, a call on a stream behind
+ * it): a program-order point of the issuing thread. */
+static void prophet_comm_life_release(prophet_comm_t *c)
+{
+    prophet_hold_enter();
+    pthread_mutex_lock(&c->lock);
+    prophet_release_pending(c);
+    pthread_mutex_unlock(&c->lock);
+    prophet_hold_leave();
+}
+
 void prophet_comm_life_created(ncclComm_t handle, int rank, int nranks, const ncclConfig_t *config,
                                int inherit_blocking_from_parent, ncclComm_t parent)
 {
     prophet_init_set_exit_hook(prophet_comm_life_exit);
+    prophet_hold_set_release(prophet_comm_life_release);
     prophet_comm_created(handle, rank, nranks, config, inherit_blocking_from_parent, parent);
 }
 

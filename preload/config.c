@@ -288,11 +288,11 @@ static void prophet_cfg_gate(prophet_config_t *cfg, const char *v, prophet_cfg_e
 {
     int count = e->count;
 
-    if (strcmp(v, "call") == 0) {
+    if (strcasecmp(v, "call") == 0) {
         cfg->gate = PROPHET_GATE_OBSERVE;
         if (cfg->debug >= PROPHET_LOG_INFO)
             prophet_cfg_error(e, "prophet: INFO PROPHET_GATE=call is deprecated: it means observe");
-    } else if (strcmp(v, "block") == 0) {
+    } else if (strcasecmp(v, "block") == 0) {
         cfg->gate = PROPHET_GATE_HOLD;
         if (cfg->debug >= PROPHET_LOG_WARN)
             prophet_cfg_error(e, "prophet: WARN PROPHET_GATE=block was removed: it now means hold "

@@ -98,6 +98,14 @@ static int hold_nopen, hold_nvirt, hold_nlive_recs, hold_nlive_streams;
 static CUevent *hold_pool;
 static int hold_pool_n, hold_pool_cap;
 static _Thread_local char hold_thread_key; /* its address names this thread's default stream */
+/* Releases c's open block (takes the comm lock): set by comm_life.c, so that this file calls
+ * nothing above it (release.c calls prophet_hold_block_released). */
+static void (*_Atomic hold_release_fn)(prophet_comm_t *c);
+
+void prophet_hold_set_release(void (*fn)(prophet_comm_t *c))
+{
+    atomic_store(&hold_release_fn, fn);
+}
 
 /* The engine's own CUDA calls pass through the wrappers: it counts as the preload's code. */
 #define HOLD_LOCK()                                                                                \
@@ -538,11 +546,11 @@ static void hold_release_or_wait(hold_dep_t *open, int n)
         while ((h = hold_comm(open[i].c)) && h->open_gen &&
                hold_gen_before(h->open_gen, open[i].gen)) {
             if (pthread_equal(h->owner, self)) {
-                prophet_comm_t *c = open[i].c;
+                void (*release)(prophet_comm_t *) = atomic_load(&hold_release_fn);
+                if (!release)
+                    break;
                 pthread_mutex_unlock(&prophet_hold_lock);
-                pthread_mutex_lock(&c->lock);
-                prophet_release_pending(c);
-                pthread_mutex_unlock(&c->lock);
+                release(open[i].c);
                 pthread_mutex_lock(&prophet_hold_lock);
                 if (h->open_gen && hold_gen_before(h->open_gen, open[i].gen) &&
                     pthread_equal(h->owner, self))

@@ -323,6 +323,8 @@ int prophet_hold_may_join(prophet_comm_t *c, CUstream st, uint32_t gen);
 void prophet_hold_call_held(prophet_comm_t *c, CUstream st, uint32_t gen);
 /* Block gen was released (how: PROPHET_HOLD_*); issues the event records made behind it. */
 void prophet_hold_block_released(prophet_comm_t *c, uint32_t gen, int how);
+/* How the engine releases a comm's open block (comm_life.c sets it; it takes the comm lock). */
+void prophet_hold_set_release(void (*fn)(prophet_comm_t *c));
 /* The preload is about to enqueue real work of the job on st: from the scheduler (comm lock
  * held: never releases), or a forwarded NCCL call (no lock held: may release the open block whose
  * members' stream is st, as the wrappers' prophet_hold_stream_work does). */

@@ -1,7 +1,9 @@
 /* Several communicators on one stream (2 ranks): A from ncclCommInitRank, B = ncclCommSplit(A),
  * and N, a non-blocking one (ncclCommInitRankConfig, blocking = 0: passed through untouched).
- * Each iteration alternates all-reduces on A and B on one stream, then one on N; a host function
- * after the iteration's last call checks every buffer. Usage: preload-comm-variants [ITERS] */
+ * Each iteration all-reduces K buffers on A, then K on B, on one stream, then one on N (values
+ * written at the iteration's start); a host function after the iteration's last call checks every
+ * buffer. (A and B interleaved call by call cannot share blocks: each call is ordered after the
+ * other communicator's previous call, so its open block is released first.) Usage: preload-comm-variants [ITERS] */
 #include "pt_check.h"
 
 #define K 4
@@ -46,14 +48,15 @@ static int pt_rank(int rank, int nranks, const ncclUniqueId *id)
         PT_NCCL(rc);
     pt_wait_ready(n);
     for (int k = 0; k < 2 * K + 1; k++) {
-        comms[k] = k == 2 * K ? n : (k % 2 ? b : a);
+        comms[k] = k == 2 * K ? n : (k >= K ? b : a);
         PT_CU(cuMemAlloc(&buf[k], (32u << k) * sizeof(float)));
     }
     for (int it = 0; it < iters; it++) {
+        for (int k = 0; k < 2 * K + 1; k++)
+            pt_fill(buf[k], (float)((rank + 1) * (it % 5 + 1) + k), 32u << k, s);
         for (int k = 0; k < 2 * K + 1; k++) {
             size_t cnt = 32u << k;
             struct pt_check *c = &chk[it * (2 * K + 1) + k];
-            pt_fill(buf[k], (float)((rank + 1) * (it % 5 + 1) + k), cnt, s);
             rc =
                 ncclAllReduce((void *)buf[k], (void *)buf[k], cnt, ncclFloat, ncclSum, comms[k], s);
             if (comms[k] == n && rc == ncclInProgress) {

@@ -1,10 +1,12 @@
 /* Invariant 2 on the emulated cluster (2 ranks): work the caller enqueues after an intercepted
  * call sees its result. Usage: preload-stream-order each|last [ITERS]
- *   each: a host function enqueued right after EVERY call checks that call's buffer (call mode).
+ *   each: a host function enqueued right after EVERY call checks that call's buffer (real work
+ *         behind a held call: the default mode gates the stream, blocks are single calls).
  *   last: a host function enqueued after the LAST call of each iteration checks every buffer of
- *         the iteration (block mode's contract: the block's last call sees all results).
+ *         the iteration (the calls are consecutive: the default mode merges them).
  * Each iteration all-reduces K in-place buffers of different sizes on one stream; values are
- * written on that stream (cuMemsetD32Async), so the expected sums are exact.
+ * written on that stream (cuMemsetD32Async) at the iteration's start, so the expected sums are
+ * exact.
  * A third argument "group" puts calls 2 and 3 of each iteration into a nested user group
  * (ncclGroupStart x2 ... ncclGroupEnd x2) and closes and reopens an empty group first, as PyTorch
  * does around communicator creation; the checks of those calls follow the outer ncclGroupEnd. */
@@ -43,6 +45,8 @@ static int pt_rank(int rank, int nranks, const ncclUniqueId *id)
     for (int k = 0; k < K; k++)
         PT_CU(cuMemAlloc(&buf[k], pt_counts[k] * sizeof(float)));
     for (int it = 0; it < iters; it++) {
+        for (int k = 0; k < K; k++)
+            pt_fill(buf[k], pt_value(rank, it, k), pt_counts[k], s);
         for (int k = 0; k < K; k++) {
             float sum = 0;
             struct pt_check *c = &chk[it * K + k];
@@ -50,7 +54,6 @@ static int pt_rank(int rank, int nranks, const ncclUniqueId *id)
             for (int r = 0; r < nranks; r++)
                 sum += pt_value(r, it, k);
             int grouped = use_group && (k == 2 || k == 3);
-            pt_fill(buf[k], pt_value(rank, it, k), pt_counts[k], s);
             if (grouped && k == 2) {
                 PT_NCCL(ncclGroupStart());
                 PT_NCCL(ncclGroupStart());
