@@ -111,3 +111,16 @@ PROPHET_EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_
 {
     PROPHET_FORWARD(Recv, comm, stream, recvbuff, count, datatype, peer, comm, stream);
 }
+
+/* PyTorch destroys a PREMUL_SUM op right after the call that used it returns. A call with a custom
+ * op is never held (prophet_schedulable_args), so it was launched before this: the destruction
+ * passes through unchanged (docs/completion-holding.md, rule 9). */
+PROPHET_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm)
+{
+    ncclResult_t r;
+
+    prophet_hold_enter();
+    r = PROPHET_REAL(RedOpDestroy, op, comm);
+    prophet_hold_leave();
+    return r;
+}

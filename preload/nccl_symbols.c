@@ -64,6 +64,7 @@ static void prophet_nccl_fill(void)
     PROPHET_RESOLVE(CommAbort);
     PROPHET_RESOLVE(CommFinalize);
     PROPHET_RESOLVE(CommRevoke);
+    PROPHET_RESOLVE(RedOpDestroy);
 }
 
 /* A NCCL linked into the executable defines ncclAllReduce ahead of us in the global scope. */

@@ -47,6 +47,7 @@ typedef struct prophet_nccl_api {
     __typeof__(&ncclCommAbort) CommAbort;
     __typeof__(&ncclCommFinalize) CommFinalize;
     __typeof__(&ncclCommRevoke) CommRevoke;
+    __typeof__(&ncclRedOpDestroy) RedOpDestroy;
 } prophet_nccl_api_t;
 
 extern prophet_nccl_api_t prophet_nccl;

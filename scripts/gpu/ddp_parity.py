@@ -3,11 +3,15 @@
 
 Run under torchrun with 2 ranks sharing one GPU (each rank sets its own NCCL_HOSTID, NCCL's socket
 transport). Trains a model on synthetic data for --steps steps, with a fixed seed and deterministic
-kernels, and writes (rank 0) a JSON file with the SHA-256 of every parameter after the last step and
-the median iteration time. Running it with and without LD_PRELOAD=libprophet.so and comparing the two
-files shows whether the preload changed any result.
+kernels, and writes per rank a JSON file (OUT with ".rankR" before ".json") with the SHA-256 of every
+parameter after the last step and the median iteration time, and the parameters themselves (".pt").
+scripts/gpu-check.sh compares the ranks with each other (bitwise) and the run under
+LD_PRELOAD=libprophet.so with the run without it (within a floating-point tolerance: a grouped
+all-reduce may use another algorithm than a lone one).
 
---model resnet50 | transformer; --sync ddp (DistributedDataParallel) | hooks (one all_reduce per
+--model resnet50 | transformer; --sync ddp (DistributedDataParallel, default copy-back) | ddp-view
+(gradient_as_bucket_view=True) | per-param (after backward, `for p in params: dist.all_reduce(p.grad);
+p.grad /= world`: the per-parameter loop of the PyTorch tutorial) | hooks (one all_reduce per
 parameter gradient from a hook, as naive per-tensor code does).
 """
 import argparse
@@ -48,11 +52,9 @@ def build_model(name):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--model", default="resnet50", choices=["resnet50", "transformer"])
-    ap.add_argument("--sync", default="ddp", choices=["ddp", "hooks"])
-    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--sync", default="ddp", choices=["ddp", "ddp-view", "per-param", "hooks"])
+    ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--batch", type=int, default=16)
-    ap.add_argument("--bucket-view", action="store_true",
-                    help="DDP gradient_as_bucket_view=True (needed for PROPHET_GATE=block)")
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
 
@@ -66,10 +68,10 @@ def main():
 
     model, shape, classes = build_model(a.model)
     model = model.cuda()
-    if a.sync == "ddp":
+    if a.sync in ("ddp", "ddp-view"):
         model = nn.parallel.DistributedDataParallel(model, device_ids=[0],
-                                                    gradient_as_bucket_view=a.bucket_view)
-    else:
+                                                    gradient_as_bucket_view=a.sync == "ddp-view")
+    elif a.sync == "hooks":
         for p in model.parameters():
             # One all-reduce per gradient, issued from the hook as naive per-tensor code does.
             p.register_hook(lambda g: (dist.all_reduce(g), g.div_(world))[1])
@@ -84,17 +86,23 @@ def main():
         opt.zero_grad(set_to_none=True)
         loss = nn.functional.cross_entropy(model(x), y)
         loss.backward()
+        if a.sync == "per-param":
+            for p in model.parameters():
+                if p.grad is not None:
+                    dist.all_reduce(p.grad)
+                    p.grad /= world
         opt.step()
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
-    params = model.module.parameters() if a.sync == "ddp" else model.parameters()
+    params = list(model.module.parameters() if a.sync.startswith("ddp") else model.parameters())
     digests = [hashlib.sha256(p.detach().cpu().numpy().tobytes()).hexdigest() for p in params]
-    if rank == 0:
-        with open(a.out, "w") as f:
-            json.dump({"model": a.model, "sync": a.sync, "steps": a.steps, "world": world,
-                       "median_iter_s": statistics.median(times[3:] or times),
-                       "torch": torch.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
-                       "param_sha256": digests}, f)
+    base = a.out[:-5] if a.out.endswith(".json") else a.out
+    torch.save([p.detach().cpu() for p in params], f"{base}.rank{rank}.pt")
+    with open(f"{base}.rank{rank}.json", "w") as f:
+        json.dump({"model": a.model, "sync": a.sync, "steps": a.steps, "world": world, "rank": rank,
+                   "median_iter_s": statistics.median(times[3:] or times),
+                   "torch": torch.__version__, "nccl": ".".join(map(str, torch.cuda.nccl.version())),
+                   "param_sha256": digests}, f)
     dist.destroy_process_group()
 
 

@@ -76,7 +76,8 @@ static int all_reduce_one(struct emu_rank *r, size_t g)
     if (r->opt->scale_each &&
         emu_launch_scale(r, r->grad[g], r->count[g], 1.0f / (float)r->nranks, r->compute))
         return -1;
-    if ((long)g == r->opt->host_sync_at && emu_sync(r, s))
+    if ((long)g == r->opt->host_sync_at &&
+        (emu_sync(r, s) || (!r->opt->scale_each && emu_check_after_sync(r, g))))
         return -1;
     return 0;
 }

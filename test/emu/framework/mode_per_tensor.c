@@ -47,7 +47,7 @@ static int per_tensor_ready(struct emu_rank *r, size_t g)
         emu_allreduce(r, r->iter, r->grad[g], r->grad[g], r->count[g], m->pg) ||
         emu_record_work(r, m->pg, &m->w[emu_parity(r->iter)][g]))
         return -1;
-    if ((long)g == r->opt->host_sync_at && emu_sync(r, m->pg))
+    if ((long)g == r->opt->host_sync_at && (emu_sync(r, m->pg) || emu_check_after_sync(r, g)))
         return -1;
     return 0;
 }

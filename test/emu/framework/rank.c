@@ -389,6 +389,12 @@ int emu_launch_unhooked_check(struct emu_rank *r, size_t g, CUstream s)
                   "emuLaunchKernel (check, unhooked)");
 }
 
+int emu_check_after_sync(struct emu_rank *r, size_t g)
+{
+    check_gradient(r, r->iter, g, (const float *)(uintptr_t)r->grad[g]);
+    return take_error(r);
+}
+
 /* Backward step g's work: write the gradient (at the end of the step). */
 static void fill_gradient(struct emu_kernel_arg *a)
 {

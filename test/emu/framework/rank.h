@@ -146,6 +146,10 @@ struct emu_work_events {
 int emu_record_work(struct emu_rank *r, CUstream s, struct emu_work_events *w);
 void emu_release_work(struct emu_rank *r, struct emu_work_events *w);
 
+/* --host-sync-at: right after the host synchronised the stream of gradient g's all-reduce, the host
+ * reads g (emulated device memory is host memory: no CUDA call) and checks it. -1 when wrong. */
+int emu_check_after_sync(struct emu_rank *r, size_t g);
+
 /* --unhooked-consumer: a kernel that checks gradient g of this iteration on stream s, launched
  * through emuLaunchKernel (no interposer sees it). */
 int emu_launch_unhooked_check(struct emu_rank *r, size_t g, CUstream s);
