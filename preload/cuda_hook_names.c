@@ -52,9 +52,20 @@ int prophet_cuhook_find_current(const char *proc, int ptsz)
     return plain; /* an entry point with no stream: one form for every flavour */
 }
 
+/* Entry i answers a lookup of `proc`: it is asked for by that name, or its symbol is that name
+ * with a version or flavour suffix (a newer driver may answer cuCtxSynchronize_v2 for
+ * "cuCtxSynchronize" at version 13000). */
 int prophet_cuhook_same_proc(int i, const char *proc)
 {
-    return proc && prophet_cuhook_streq(prophet_cuhook_infos[i].proc, proc);
+    const char *n = prophet_cuhook_infos[i].name;
+
+    if (!proc)
+        return 0;
+    if (prophet_cuhook_streq(prophet_cuhook_infos[i].proc, proc))
+        return 1;
+    while (*proc && *proc == *n)
+        proc++, n++;
+    return !*proc && n[0] == '_' && (n[1] == 'v' || n[1] == 'p');
 }
 
 const char *prophet_cuhook_name(int i)

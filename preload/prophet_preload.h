@@ -108,7 +108,7 @@ enum prophet_cuhook_id {
 
 /* cuda_hook_names.c (no libc, no sanitizer: safe before anything is initialised): the entry
  * exporting `name`, or -1; the entry cuda.h maps `proc` to in the flavour `ptsz` (the plain one
- * for an entry point with no stream), or -1; whether entry i is asked for as `proc`. */
+ * for an entry point with no stream), or -1; whether entry i may answer a lookup of `proc`. */
 int prophet_cuhook_find(const char *name);
 int prophet_cuhook_find_current(const char *proc, int ptsz);
 int prophet_cuhook_same_proc(int i, const char *proc);

@@ -80,8 +80,8 @@ static double per_call(CUresult (*fn)(CUevent), CUevent e, long calls)
 
 int main(int argc, char **argv)
 {
-    long calls = 200000;
-    int rounds = 20;
+    long calls = 20000;
+    int rounds = 300;
     const char *preload = NULL;
     CUdevice dev;
     CUcontext ctx;
