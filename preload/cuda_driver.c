@@ -79,8 +79,8 @@ static void prophet_cuda_load_once(void)
     PROPHET_CU(MemHostAlloc, cuMemHostAlloc);
     PROPHET_CU(MemHostGetDevicePointer, cuMemHostGetDevicePointer);
     PROPHET_CU(GetErrorString, cuGetErrorString);
-    prophet_cu.StreamGetFlags =
-        (__typeof__(prophet_cu.StreamGetFlags))prophet_dlsym_real(h, PROPHET_XSTR(cuStreamGetFlags));
+    prophet_cu.StreamGetFlags = (__typeof__(prophet_cu.StreamGetFlags))prophet_dlsym_real(
+        h, PROPHET_XSTR(cuStreamGetFlags));
     prophet_cuda_rc = 0;
     return;
 fail:

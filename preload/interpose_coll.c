@@ -16,7 +16,7 @@
         if (!prophet_active())                                                                     \
             return PROPHET_REAL(fn, __VA_ARGS__);                                                  \
         prophet_comm_barrier(comm);                                                                \
-        prophet_hold_forward_work((CUstream)(strm), 0);                                                \
+        prophet_hold_forward_work((CUstream)(strm), 0);                                            \
         prophet_hold_enter();                                                                      \
         r_ = PROPHET_REAL(fn, __VA_ARGS__);                                                        \
         prophet_hold_leave();                                                                      \

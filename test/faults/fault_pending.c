@@ -9,7 +9,8 @@
  * Each rank first runs WARM iterations of K all-reduces (checked exactly) so that the preload
  * learns the sequence and agrees a plan, then issues the first K/2 calls of one more iteration and
  * tears down. It prints how many of those calls were still held (their stream still not
- * ready after 300 ms, their buffers unreduced) and how long the teardown took. Exit 0 = every rank behaved. */
+ * ready after 300 ms, their buffers unreduced) and how long the teardown took. Exit 0 = every rank
+ * behaved. */
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>

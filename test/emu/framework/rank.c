@@ -360,8 +360,8 @@ int emu_compute_wait(struct emu_rank *r, CUevent e)
     return emu_cu(r, emu_gpu->stream_wait_event(r->compute, e), "cuStreamWaitEvent (compute)");
 }
 
-/* --unhooked-consumer: a kernel that reads gradient g's all-reduced values and checks them, launched
- * through emuLaunchKernel, an emulator entry point that no interposer wraps. */
+/* --unhooked-consumer: a kernel that reads gradient g's all-reduced values and checks them,
+ * launched through emuLaunchKernel, an emulator entry point that no interposer wraps. */
 struct emu_unhooked_check {
     struct emu_rank *r;
     int iter;
