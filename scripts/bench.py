@@ -45,6 +45,9 @@ def parse_args():
     ap.add_argument("--emu-args", default="--scale 0.5 --elements-scale 0.05",
                     help="extra prophet-emu arguments (time and size scales: 2 cores host many ranks)")
     ap.add_argument("--timeout", type=int, default=600)
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="runs per column, interleaved (none, policies, none, ...); the cell is the "
+                         "median of the runs' medians (a shared, loaded machine)")
     ap.add_argument("--check-speedup", type=float, default=0.0, metavar="X",
                     help="exit 1 unless the default policy (optimal) is at least X times as fast as "
                          "no preload in every per-tensor row (CI: 1.0, i.e. never slower)")
@@ -172,12 +175,16 @@ def main():
                 for mode in a.modes.split(","):
                     r = {"profile": profile, "ranks": ranks, "bw": bw, "mode": mode, "optimum_us": opt,
                          "median_us": {}, "ratios": {}}
-                    for pol in [None] + policies:
-                        med, _ = run_emu(a, profile, ranks, bw, mode, pol)
-                        key = pol or "none"
-                        r["median_us"][key] = med
-                        print(f"bench: {profile:12s} n={ranks} {bw:>8s} {mode:10s} {key:12s} {med/1e3:9.2f} ms",
-                              file=sys.stderr, flush=True)
+                    runs = {}
+                    for rep in range(a.repeat):
+                        for pol in [None] + policies:
+                            med, _ = run_emu(a, profile, ranks, bw, mode, pol)
+                            key = pol or "none"
+                            runs.setdefault(key, []).append(med)
+                            print(f"bench: {profile:12s} n={ranks} {bw:>8s} {mode:10s} {key:12s} {med/1e3:9.2f} ms",
+                                  file=sys.stderr, flush=True)
+                    for key, meds in runs.items():
+                        r["median_us"][key] = statistics.median(meds)
                     base = r["median_us"]["none"]
                     lb = opt if opt else min(r["median_us"].values())
                     for k, v in r["median_us"].items():
@@ -189,7 +196,8 @@ def main():
     md.append(f"Generated {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC on {platform.node()} "
               f"({os.cpu_count()} CPUs) by `{' '.join(['scripts/bench.sh'] + sys.argv[1:])}`; "
               f"gate `{a.gate}`, emulated latency {a.latency_us:g} us, "
-              f"{a.iters} iterations, median after {a.warmup} warm-up. Every other PROPHET_* knob "
+              f"{a.iters} iterations, median after {a.warmup} warm-up"
+              f"{f', median of {a.repeat} interleaved runs per cell' if a.repeat > 1 else ''}. Every other PROPHET_* knob "
               f"at its default but PROPHET_POLICY (a column each; the default is `optimal`); "
               f"`PROPHET_GATE={a.gate}` is "
               f"{'the default' if a.gate == 'hold' else 'not the default (observe mode never holds a call, so it cannot regroup)'}.\n")
