@@ -92,7 +92,7 @@ worker() { # RANK: the environment this launcher gives, then the command
 '
     for a in $assign; do export "$a"; done
     IFS=$oifs
-    export RANK=$1
+    export RANK=$1 FAKE_LAUNCHER=$kind
     shift
     exec "$@"
 }
