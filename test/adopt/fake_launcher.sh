@@ -90,7 +90,7 @@ worker() { # RANK: the environment this launcher gives, then the command
     fi
     oifs=$IFS IFS='
 '
-    for a in $assign; do export "$a"; done
+    for a in $assign; do export "${a?}"; done
     IFS=$oifs
     export RANK=$1 FAKE_LAUNCHER=$kind
     shift
