@@ -1,7 +1,8 @@
 /* Lazy initialisation (no constructor: loading the library does nothing), fork handling and the
  * the exit hook. prophet_init() reads the configuration and resolves NCCL (cheap, no threads, no
  * CUDA); the CUDA driver and the poller thread are started by comm_life.c on the first
- * communicator's setup. PROPHET_DISABLE=1 stops after the first stage. */
+ * communicator's setup. PROPHET_DISABLE=1 stops after the first stage. At exit without any NCCL
+ * call, the exit check (exit_check.c). */
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -53,6 +54,24 @@ static void prophet_config_load_once(void)
 void prophet_init_config(void)
 {
     pthread_once(&prophet_config_once, prophet_config_load_once);
+}
+
+/* Process exit (or unload) with no NCCL call through the preload: exit_check.c looks for an NCCL
+ * that was loaded but passed by, and says so in one line. The configuration is read only then
+ * (PROPHET_DISABLE=1 and PROPHET_DEBUG=NONE silence it, as every other line). A destructor, not
+ * atexit(): nothing was initialised, and loading the library still does nothing. */
+__attribute__((destructor)) static void prophet_fini(void)
+{
+    char why[512];
+
+    pthread_mutex_lock(&prophet_init_lock);
+    if (atomic_load(&prophet_mode) == PROPHET_MODE_UNINIT &&
+        prophet_exit_check_scan(why, sizeof(why))) {
+        prophet_init_config();
+        if (!prophet_cfg.disable)
+            prophet_exit_check_warn(why);
+    }
+    pthread_mutex_unlock(&prophet_init_lock);
 }
 
 int prophet_init(void)

@@ -153,6 +153,12 @@ void prophet_init_config(void);
 void prophet_init_mark_heavy(void);
 /* The teardown that init.c's atexit handler runs when the process is active (comm_life.c's). */
 void prophet_init_set_exit_hook(void (*fn)(void));
+
+/* ---- the exit check (exit_check.c), run by init.c at exit when no NCCL call reached us ------ */
+/* 1 when the loaded objects show an NCCL whose calls pass the preload by; why says which. */
+int prophet_exit_check_scan(char *why, size_t len);
+/* The one WARN line: NCCL loaded, none of its calls seen, the likely reasons, prophet-doctor. */
+void prophet_exit_check_warn(const char *why);
 static inline int prophet_active(void)
 {
     int m = atomic_load_explicit(&prophet_mode, memory_order_acquire);
