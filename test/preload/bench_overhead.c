@@ -1,10 +1,10 @@
 /* prophet-bench-overhead: host-side nanoseconds the preload adds to one ncclAllReduce call.
  * One rank (nranks = 1) on the emulated cluster, so NCCL's own work is trivial; each iteration
  * issues K calls of different sizes on one stream (timed) and then synchronises (not timed).
- * The parent re-runs itself four times: direct (no preload), PROPHET_DISABLE=1, PROPHET_GATE=call
- * (observed passthrough) and PROPHET_GATE=block (scheduled: held, released as blocks), and prints
+ * The parent re-runs itself four times: direct (no preload), PROPHET_DISABLE=1, PROPHET_GATE=observe
+ * (observed passthrough) and the default hold mode (scheduled: held, released as blocks), and prints
  * a table (median over iterations of the per-call time; best of ROUNDS runs). It exits 1 unless
- * the block-mode run really scheduled calls (its summary line: scheduled > 0) and PROPHET_DISABLE=1
+ * the hold-mode run really scheduled calls (its summary line: scheduled > 0) and PROPHET_DISABLE=1
  * adds less than DISABLED_BOUND_NS per call to the direct median (a generous bound: a few ns are
  * expected). Usage: prophet-bench-overhead [--iters N] [--preload PATH] */
 #define _GNU_SOURCE
@@ -147,8 +147,8 @@ int main(int argc, char **argv)
     static const struct variant variants[] = {
         {"direct (no preload)", 0, {NULL}, 0},
         {"PROPHET_DISABLE=1", 1, {"PROPHET_DISABLE=1", NULL}, 0},
-        {"call mode (passthrough, observed)", 1, {"PROPHET_GATE=call", NULL}, 0},
-        {"block mode (scheduled)", 1, {"PROPHET_GATE=block", "PROPHET_DEBUG=INFO", NULL}, 1},
+        {"observe mode (passthrough, observed)", 1, {"PROPHET_GATE=observe", NULL}, 0},
+        {"hold mode (scheduled, the default)", 1, {"PROPHET_DEBUG=INFO", NULL}, 1},
     };
     char self[4096], preload[4096];
     int iters = 2000;
