@@ -84,6 +84,35 @@ extern prophet_cuda_api_t prophet_cu;
 int prophet_cuda_load(void);
 const char *prophet_cuda_errstr(CUresult rc);
 
+/* The driver's handle (PROPHET_CUDA_LIB, default libcuda.so.1), opened once; NULL if absent. Needs
+ * prophet_cfg loaded (prophet_init). */
+void *prophet_cuda_handle(void);
+
+/* ---- glibc's dlsym (dlsym_real.c): every lookup the preload makes itself ------------------- */
+typedef void *(*prophet_dlsym_fn)(void *, const char *);
+prophet_dlsym_fn prophet_dlsym_glibc(void);
+void *prophet_dlsym_real(void *handle, const char *name);
+
+/* ---- wrapped CUDA driver entry points (cuda_hook_table.h) ------------------------------------ */
+#include "cuda_hook_table.h"
+
+enum prophet_cuhook_id {
+#define PROPHET_CUHOOK_ID(sym, ...) PROPHET_CUHOOK_##sym,
+    PROPHET_CUDA_HOOKS(PROPHET_CUHOOK_ID)
+#undef PROPHET_CUHOOK_ID
+        PROPHET_CUHOOK_COUNT
+};
+
+/* cuda_hook_names.c (no libc, no sanitizer: safe before anything is initialised): the entry
+ * exporting `name`, or -1; the entry cuda.h maps `proc` to in the flavour `ptsz` (the plain one
+ * for an entry point with no stream), or -1; whether entry i may answer a lookup of `proc`. */
+int prophet_cuhook_find(const char *name);
+int prophet_cuhook_find_current(const char *proc, int ptsz);
+int prophet_cuhook_same_proc(int i, const char *proc);
+const char *prophet_cuhook_name(int i);
+/* cuda_hooks.c: what the exported dlsym answers for entry i, given glibc's answer `found`. */
+void *prophet_cuhook_dlsym(int i, void *found);
+
 /* ---- diagnostics (log_line.c) ----------------------------------------------------------- */
 extern prophet_config_t prophet_cfg; /* settings.c */
 
@@ -115,6 +144,8 @@ extern _Atomic int prophet_mode; /* prophet_global_mode_t */
 
 /* Lazy initialisation (no constructor): config, NCCL symbols; returns the mode. Thread-safe. */
 int prophet_init(void);
+/* Only the first stage, the configuration (once; what the CUDA wrappers need: cuda_hooks.c). */
+void prophet_init_config(void);
 /* CUDA or threads exist from now on: a forked child passes through. */
 void prophet_init_mark_heavy(void);
 /* The teardown that init.c's atexit handler runs when the process is active (comm_life.c's). */
