@@ -788,10 +788,20 @@ EMU_API ncclResult_t pncclAllReduce(const void *sendbuff, void *recvbuff, size_t
                                     cudaStream_t stream)
 {
     EMU_NCCL_FAULT_POINT("ncclAllReduce");
+    if (comm)
+        atomic_fetch_add(&comm->allreduce_calls, 1);
     return enqueue(
         EMU_OP(EMU_OP_ALLREDUCE, sendbuff, recvbuff, count, datatype, op, 0, comm, stream));
 }
 EMU_ALIAS(ncclAllReduce);
+
+/* Test hook, not NCCL API (test/emu/nccl/emu_nccl_hooks.h): how many ncclAllReduce calls on comm
+ * reached this library. A test compares it with the calls it issued through an interposer: the
+ * difference is what the interposer holds. */
+EMU_API unsigned long long emuNcclAllReduceCalls(ncclComm_t comm)
+{
+    return comm ? atomic_load(&comm->allreduce_calls) : 0;
+}
 
 EMU_API ncclResult_t pncclReduce(const void *sendbuff, void *recvbuff, size_t count,
                                  ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,

@@ -89,6 +89,7 @@ struct emu_comm {
     uint64_t coll_seq;    /* collective sequence number (all ranks agree) */
     uint64_t *p2p_send_seq, *p2p_recv_seq;
     uint64_t split_count;
+    atomic_ullong allreduce_calls; /* ncclAllReduce calls that reached the library (test hook) */
     struct emu_work *captured; /* work recorded into graphs, freed at destroy */
 
     /* used by the non-blocking init thread */
