@@ -1,8 +1,6 @@
 /* Rank processes for the fault tests; see fault_cluster.h. */
 #include "fault_cluster.h"
 
-#include "emu_nccl_hooks.h"
-
 #include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -177,25 +175,3 @@ size_t fault_unreduced(int rank, int k, int iter, CUdeviceptr d, float *h, size_
     return same;
 }
 
-long long fault_held_now(const struct fault_held *h)
-{
-    if (!h->based)
-        return 0;
-    return emu_nccl_held(h->comm, h->issued, h->base_issued, h->base_reached);
-}
-
-void fault_held_note(struct fault_held *h)
-{
-    long long n;
-
-    h->issued++;
-    if (!h->based) { /* the preload sets up (and may all-reduce) inside the first call */
-        h->base_issued = h->issued;
-        h->base_reached = emu_nccl_reached(h->comm);
-        h->based = 1;
-        return;
-    }
-    n = fault_held_now(h);
-    if (n > h->max)
-        h->max = n;
-}

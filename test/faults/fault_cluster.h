@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "emu_nccl_hooks.h"
+
 #define FAULT_MAX_IDS 4
 
 /* One rank: `ids` holds nids unique ids made by the parent. Returns the rank's exit code. */
@@ -47,20 +49,6 @@ size_t fault_check(int rank, int nranks, int k, int iter, CUdeviceptr d, float *
 
 /* Number of elements of d that still hold this rank's input (the all-reduce has not run). */
 size_t fault_unreduced(int rank, int k, int iter, CUdeviceptr d, float *h, size_t n);
-
-/* All-reduces held by the preload on one communicator: the program's own count of calls issued
- * against the emulated NCCL's count of those that reached it (emu_nccl_hooks.h). */
-struct fault_held {
-    ncclComm_t comm;
-    unsigned long long issued, base_issued, base_reached;
-    int based;
-    long long max; /* most held at once after a call returned */
-};
-
-/* After each ncclAllReduce on h->comm returned. */
-void fault_held_note(struct fault_held *h);
-/* Held right now (0 before the first call, -1 without the emulated NCCL's hook). */
-long long fault_held_now(const struct fault_held *h);
 
 #define FAULT_CU(rank, call)                                                                       \
     do {                                                                                           \

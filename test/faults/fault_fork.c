@@ -107,7 +107,7 @@ static int fork_children(int rank)
 static int rank_main(int rank, int nranks, const ncclUniqueId *ids, void *arg)
 {
     const int *need_held = arg;
-    struct fault_held held = {0};
+    struct emu_held_count held = {0};
     long long at_fork = 0;
     CUcontext ctx;
     CUstream s;
@@ -127,9 +127,9 @@ static int rank_main(int rank, int nranks, const ncclUniqueId *ids, void *arg)
                 return 1;
             FAULT_NCCL(rank, ncclAllReduce((void *)buf[k], (void *)buf[k], count_of(k),
                                            ncclFloat32, ncclSum, comm, s));
-            fault_held_note(&held);
+            emu_held_note(&held);
             if (it == FORK_AT && k == K / 2) {
-                at_fork = fault_held_now(&held);
+                at_fork = emu_held_now(&held);
                 printf("fault: rank %d: forking in iteration %d after call %d: %lld all-reduce(s) "
                        "held by the preload\n",
                        rank, it, k, at_fork);

@@ -9,7 +9,7 @@
  * Each rank first runs WARM iterations of K all-reduces (checked exactly) so that the preload
  * learns the sequence and agrees a plan, then issues the first K/2 calls of one more iteration and
  * tears down. It prints how many of those calls were still held when the teardown began (issued
- * but not yet in the emulated NCCL, fault_held_now) and how long the teardown took. Exit 0 =
+ * but not yet in the emulated NCCL, emu_held_now) and how long the teardown took. Exit 0 =
  * every rank behaved. */
 #include <string.h>
 
@@ -31,7 +31,7 @@ static size_t count_of(int k)
     return BASE_COUNT + (size_t)k * 129;
 }
 
-static int iteration(int rank, int nranks, struct fault_held *held, CUstream s, CUdeviceptr *buf,
+static int iteration(int rank, int nranks, struct emu_held_count *held, CUstream s, CUdeviceptr *buf,
                      float *h, int iter, int ncalls)
 {
     ncclComm_t comm = held->comm;
@@ -41,7 +41,7 @@ static int iteration(int rank, int nranks, struct fault_held *held, CUstream s, 
             return 1;
         FAULT_NCCL(rank, ncclAllReduce((void *)buf[k], (void *)buf[k], count_of(k), ncclFloat32,
                                        ncclSum, comm, s));
-        fault_held_note(held);
+        emu_held_note(held);
     }
     if (ncalls < K)
         return 0;
@@ -61,7 +61,7 @@ static int rank_main(int rank, int nranks, const ncclUniqueId *ids, void *arg)
     ncclComm_t comm;
     CUdeviceptr buf[K];
     float *h = malloc(count_of(K) * sizeof(float));
-    struct fault_held fh = {0};
+    struct emu_held_count fh = {0};
     long long held;
     int half = K / 2, aborts;
     double t0, dt;
@@ -78,7 +78,7 @@ static int rank_main(int rank, int nranks, const ncclUniqueId *ids, void *arg)
             return 1;
     if (iteration(rank, nranks, &fh, s, buf, h, WARM, half))
         return 1;
-    held = fault_held_now(&fh);
+    held = emu_held_now(&fh);
 
     if (p->need_held && held == 0) {
         fprintf(stderr, "fault: rank %d: no call was held: nothing pending to test\n", rank);

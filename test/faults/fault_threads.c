@@ -13,7 +13,7 @@
 
 struct worker {
     int rank, nranks, c, iters;
-    struct fault_held held;
+    struct emu_held_count held;
     CUcontext ctx;
     ncclComm_t comm;
     int rc;
@@ -44,7 +44,7 @@ static int drive(struct worker *w)
                 return 1;
             FAULT_NCCL(w->rank, ncclAllReduce((void *)buf[k], (void *)buf[k], count_of(w->c, k),
                                               ncclFloat32, ncclSum, w->comm, s));
-            fault_held_note(&w->held);
+            emu_held_note(&w->held);
         }
         FAULT_CU(w->rank, cuStreamSynchronize(s));
         for (int k = 0; k < K; k++)

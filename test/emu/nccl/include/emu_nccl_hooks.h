@@ -34,4 +34,37 @@ static inline unsigned long long emu_nccl_reached(ncclComm_t comm)
     return fn ? fn(comm) : 0;
 }
 
+/* The count kept by a single-threaded caller of one communicator. */
+struct emu_held_count {
+    ncclComm_t comm;
+    unsigned long long issued, base_issued, base_reached;
+    int based;
+    long long max; /* most held at once after a call returned */
+};
+
+/* Held right now (0 before the first call, -1 without the hook). */
+static inline long long emu_held_now(const struct emu_held_count *h)
+{
+    if (!h->based)
+        return 0;
+    return emu_nccl_held(h->comm, h->issued, h->base_issued, h->base_reached);
+}
+
+/* After each ncclAllReduce on h->comm returned. */
+static inline void emu_held_note(struct emu_held_count *h)
+{
+    long long n;
+
+    h->issued++;
+    if (!h->based) { /* an interposer sets up (and may all-reduce) inside the first call */
+        h->base_issued = h->issued;
+        h->base_reached = emu_nccl_reached(h->comm);
+        h->based = 1;
+        return;
+    }
+    n = emu_held_now(h);
+    if (n > h->max)
+        h->max = n;
+}
+
 #endif
