@@ -79,6 +79,7 @@ static int pt_rank(int rank, int nranks, const ncclUniqueId *id)
     PT_NCCL(ncclCommDestroy(n));
     PT_NCCL(ncclCommDestroy(b));
     PT_NCCL(ncclCommDestroy(a));
+    free(chk); /* every host function ran: the stream was synchronised */
     return bad;
 }
 
