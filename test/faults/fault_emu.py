@@ -107,7 +107,9 @@ def case_kill(build, profdir, kv):
     # about iteration 19 for BERT-base per tensor; the kill comes later
     extra = ["--kill-rank", kv.get("rank", "1"), "--kill-at-iter", kv.get("at", "30"),
              "--kill-signal", kv.get("signal", "KILL")]
-    rc, out, j, dt = run_emu(build, profdir, kv, extra, timeout=int(bound) + 30)
+    # timeout: the whole run's bound (a sanitizer build needs more to reach the kill); the
+    # survivors' own bound after the kill is `bound`
+    rc, out, j, dt = run_emu(build, profdir, kv, extra, timeout=int(kv.get("timeout", bound + 30)))
     if rc == 3:
         fail("a surviving rank hung until --timeout", out)
     if rc != 1:
@@ -135,7 +137,8 @@ def case_kill(build, profdir, kv):
 
 def case_change(build, profdir, kv):
     at = kv.get("at", "30")
-    rc, out, j, dt = run_emu(build, profdir, kv, ["--change-at-iter", at], timeout=100)
+    rc, out, j, dt = run_emu(build, profdir, kv, ["--change-at-iter", at],
+                             timeout=int(kv.get("timeout", "100")))
     if rc != 0:
         fail("prophet-emu exited %d (a wrong result, a mismatch or a hang)" % rc, out)
     if re.search(r"mismatch", out, re.I):
