@@ -6,7 +6,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "prophet_preload.h"
+#include "log_bridge.h"
+#include "log_line.h"
+#include "nccl_dtype.h"
+#include "nccl_symbols.h"
+#include "settings.h"
 #ifdef PROPHET_HAVE_LOG
 /* PROPHET_LOG=DIR: the directory is created (with its parents) when missing, as mkdir -p. */
 static int prophet_mkdir_p(const char *dir)
@@ -115,10 +119,11 @@ void prophet_logb_call(prophet_comm_t *c, const prophet_inflight_t *f, uint32_t 
 void prophet_logb_profile(prophet_comm_t *c)
 {
 #ifdef PROPHET_HAVE_LOG
-    const prophet_profile_t *p = c->learner ? prophet_learner_profile(c->learner) : NULL;
+    const prophet_profile_t *p =
+        c->models.learner ? prophet_learner_profile(c->models.learner) : NULL;
 
     if (c->log && p)
-        prophet_log_profile(c->log, prophet_learner_iteration(c->learner), p);
+        prophet_log_profile(c->log, prophet_learner_iteration(c->models.learner), p);
 #else
     (void)c;
 #endif
@@ -139,9 +144,9 @@ void prophet_logb_net(prophet_comm_t *c, double probe_Bps)
 #ifdef PROPHET_HAVE_LOG
     prophet_net_t net;
 
-    if (!c->log || !c->net)
+    if (!c->log || !c->models.net)
         return;
-    prophet_netmodel_get(c->net, &net);
+    prophet_netmodel_get(c->models.net, &net);
     prophet_log_net(c->log, prophet_now_us(), &net, probe_Bps);
 #else
     (void)c, (void)probe_Bps;

@@ -3,12 +3,14 @@
  * rate-limited (at most PROPHET_WARN_BURST per second) so that a broken job cannot flood its log.
  */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "prophet_preload.h"
+#include "log_line.h"
+#include "settings.h"
 
 #define PROPHET_WARN_BURST 20
 

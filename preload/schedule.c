@@ -5,7 +5,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "prophet_preload.h"
+#include "schedule.h"
+#include "comm_state.h"
+#include "agreement.h"
+#include "comm_life.h"
+#include "cuda_driver.h"
+#include "group_state.h"
+#include "log_bridge.h"
+#include "log_line.h"
+#include "nccl_dtype.h"
+#include "nccl_symbols.h"
+#include "release.h"
+#include "settings.h"
 
 static ncclResult_t prophet_real_allreduce(prophet_comm_t *c, const void *s, void *r, size_t n,
                                            ncclDataType_t t, ncclRedOp_t op, CUstream st)
@@ -32,7 +43,8 @@ static uint32_t prophet_stable_iters_needed(void)
  * nothing is held (passthrough stays exact). */
 static int prophet_phase_anchored(const prophet_comm_t *c)
 {
-    return c->iter_bytes > 0 && prophet_learner_anchored(c->learner) == PROPHET_LEARN_ANCHOR_BYTES;
+    return c->order.iter_bytes > 0 &&
+           prophet_learner_anchored(c->models.learner) == PROPHET_LEARN_ANCHOR_BYTES;
 }
 
 /* Learner and program-order bookkeeping. Returns the learner flags (< 0: not schedulable). */
@@ -40,9 +52,9 @@ static int prophet_observe(prophet_comm_t *c, const prophet_call_sig_t *sig, int
                            uint32_t *index, uint64_t *iteration)
 {
     prophet_call_sig_t anon = *sig;
-    int flags = prophet_learner_observe(c->learner, sig, ready_us, index);
+    int flags = prophet_learner_observe(c->models.learner, sig, ready_us, index);
 
-    *iteration = prophet_learner_iteration(c->learner);
+    *iteration = prophet_learner_iteration(c->models.learner);
     if (flags < 0) {
         *index = UINT32_MAX;
         return flags;
@@ -50,54 +62,55 @@ static int prophet_observe(prophet_comm_t *c, const prophet_call_sig_t *sig, int
     if (flags & PROPHET_LEARN_RELEARN) {
         prophet_msg(PROPHET_LOG_INFO, "comm %lu: call sequence changed; learning again",
                     (unsigned long)c->id);
-        c->iter_len = 0;
-        c->iter_bytes = 0;
-        c->phase_ok = 0;
-        c->stable_iters = 0;
-        c->seq_n = 0;
-        c->seq_n_last = 0;
-        if (c->have_plan)
-            prophet_engine_set_plan(c->engine, NULL);
-        c->have_plan = 0;
-        c->measured_iters = 0;
+        c->order.iter_len = 0;
+        c->order.iter_bytes = 0;
+        c->order.phase_ok = 0;
+        c->order.stable_iters = 0;
+        c->order.seq_n = 0;
+        c->order.seq_n_last = 0;
+        if (c->agree.have_plan)
+            prophet_engine_set_plan(c->models.engine, NULL);
+        c->agree.have_plan = 0;
+        c->order.measured_iters = 0;
         if (prophet_cfg.gate == PROPHET_GATE_BLOCK)
-            c->next_agree_iter = UINT64_MAX;
+            c->agree.next_agree_iter = UINT64_MAX;
     }
     if (flags & PROPHET_LEARN_ITER_START) {
         /* Holding needs the learner's boundary to be the job's: every iteration all-reduces the
          * same bytes, so a true boundary has a whole number of iterations' bytes before it since
          * the first call (DDP's first iteration has other buckets but the same bytes). A phase
          * found after a relearn can be off; then nothing is held (passthrough stays exact). */
-        c->phase_ok = prophet_phase_anchored(c);
-        if (c->last_index != UINT32_MAX && c->seq_n > 0 && c->seq_n == c->last_index + 1) {
-            c->seq_n_last = c->seq_n;
-            c->seq_hash_last = prophet_sig_hash(c->seq, c->seq_n);
+        c->order.phase_ok = prophet_phase_anchored(c);
+        if (c->order.last_index != UINT32_MAX && c->order.seq_n > 0 &&
+            c->order.seq_n == c->order.last_index + 1) {
+            c->order.seq_n_last = c->order.seq_n;
+            c->order.seq_hash_last = prophet_sig_hash(c->order.seq, c->order.seq_n);
         }
-        c->seq_n = 0;
-        c->block_number = 0;
-        c->stable_iters++;
+        c->order.seq_n = 0;
+        c->order.block_number = 0;
+        c->order.stable_iters++;
     }
     if (flags & PROPHET_LEARN_READY) {
-        const prophet_profile_t *p = prophet_learner_profile(c->learner);
+        const prophet_profile_t *p = prophet_learner_profile(c->models.learner);
         /* Calls are held only once the profile is ready: a lock on a sub-period (identical
          * layers) breaks before it can become ready in practice, and the length of the true
          * iteration is what closes the last block before the job synchronises. */
-        c->iter_len = p ? p->n_calls : 0;
-        c->iter_bytes = 0;
+        c->order.iter_len = p ? p->n_calls : 0;
+        c->order.iter_bytes = 0;
         for (uint32_t i = 0; p && i < p->n_calls; i++)
-            c->iter_bytes += p->sig[i].bytes;
-        c->phase_ok = *index == 0 && prophet_phase_anchored(c);
+            c->order.iter_bytes += p->sig[i].bytes;
+        c->order.phase_ok = *index == 0 && prophet_phase_anchored(c);
         /* first plan: agree at the next iteration start (block mode: after measuring) */
-        if (p && !c->have_plan && c->next_agree_iter > *iteration &&
+        if (p && !c->agree.have_plan && c->agree.next_agree_iter > *iteration &&
             prophet_cfg.gate != PROPHET_GATE_BLOCK)
-            c->next_agree_iter = *iteration;
+            c->agree.next_agree_iter = *iteration;
         prophet_logb_profile(c);
     }
     /* comm_id is left out of the agreed hash: InitAll gives one process's ranks different ids */
     anon.comm_id = 0;
-    if (*index != UINT32_MAX && c->seq_n < PROPHET_MAX_CALLS)
-        c->seq[c->seq_n++] = anon;
-    c->last_index = *index;
+    if (*index != UINT32_MAX && c->order.seq_n < PROPHET_MAX_CALLS)
+        c->order.seq[c->order.seq_n++] = anon;
+    c->order.last_index = *index;
     return flags;
 }
 
@@ -136,7 +149,7 @@ static ncclResult_t prophet_observed_call(prophet_comm_t *c, const void *s, void
     f->start = ready;
     f->end = end;
     f->bytes = n * prophet_dtype_size(t);
-    f->block = c->block_number++;
+    f->block = c->order.block_number++;
     f->m[0] = (prophet_member_t){s, r, n, t, op, ready, iteration, index, arrival, 0};
     prophet_inflight_push(c, f);
     return nrc;
@@ -146,7 +159,8 @@ static ncclResult_t prophet_observed_call(prophet_comm_t *c, const void *s, void
  * (program-order facts, equal on every rank; they change only at iteration starts). */
 static int prophet_holding(const prophet_comm_t *c)
 {
-    return c->iter_len && c->phase_ok && c->stable_iters >= prophet_stable_iters_needed();
+    return c->order.iter_len && c->order.phase_ok &&
+           c->order.stable_iters >= prophet_stable_iters_needed();
 }
 
 /* Block mode, at each iteration start (program order, alike on every rank): is this a
@@ -154,36 +168,37 @@ static int prophet_holding(const prophet_comm_t *c)
  * held count (before that, calls pass through and their readiness is our own schedule's). */
 static void prophet_measure_step(prophet_comm_t *c, uint64_t iteration)
 {
-    c->measuring = prophet_cfg.gate == PROPHET_GATE_BLOCK && prophet_holding(c) &&
-                   (!c->have_plan || iteration % PROPHET_MEASURE_EVERY == 0);
-    c->measure_phase = (iteration / PROPHET_MEASURE_EVERY) % 2 ? PROPHET_BLOCK_MAX / 2 : 0;
-    if (!c->measuring)
+    c->order.measuring = prophet_cfg.gate == PROPHET_GATE_BLOCK && prophet_holding(c) &&
+                         (!c->agree.have_plan || iteration % PROPHET_MEASURE_EVERY == 0);
+    c->order.measure_phase = (iteration / PROPHET_MEASURE_EVERY) % 2 ? PROPHET_BLOCK_MAX / 2 : 0;
+    if (!c->order.measuring)
         return;
-    if (++c->measured_iters == PROPHET_MEASURE_WARMUP + 1 && !c->have_plan && !c->plan_pending)
-        c->next_agree_iter = iteration + 1; /* agree at the next iteration start */
+    if (++c->order.measured_iters == PROPHET_MEASURE_WARMUP + 1 && !c->agree.have_plan &&
+        !c->agree.plan_pending)
+        c->agree.next_agree_iter = iteration + 1; /* agree at the next iteration start */
 }
 
 /* Block mode: does the call just added close its block? Program-order data only. */
 static int prophet_closes_block(const prophet_comm_t *c, uint32_t index)
 {
-    const prophet_block_t *b = &c->pending;
+    const prophet_block_t *b = &c->blocks.pending;
 
     if (b->n >= PROPHET_BLOCK_MAX)
         return 1;
-    if (c->iter_len && index + 1 >= c->iter_len)
+    if (c->order.iter_len && index + 1 >= c->order.iter_len)
         return 1; /* blocks never span iterations */
-    if (c->have_plan && !c->measuring)
-        return prophet_engine_closes_block(c->engine, index);
+    if (c->agree.have_plan && !c->order.measuring)
+        return prophet_engine_closes_block(c->models.engine, index);
     /* Measurement iterations, which are also the built-in policy until a plan is agreed (every
      * held iteration measures then): runs of PROPHET_BLOCK_MAX consecutive calls. */
-    return (index + 1 + c->measure_phase) % PROPHET_BLOCK_MAX == 0;
+    return (index + 1 + c->order.measure_phase) % PROPHET_BLOCK_MAX == 0;
 }
 
 static ncclResult_t prophet_hold(prophet_comm_t *c, const void *s, void *r, size_t n,
                                  ncclDataType_t t, ncclRedOp_t op, CUstream st, uint32_t index,
                                  uint64_t iteration, int64_t arrival)
 {
-    prophet_block_t *b = &c->pending;
+    prophet_block_t *b = &c->blocks.pending;
     CUevent ready = prophet_comm_event_get(c);
     CUresult rc = CUDA_ERROR_OUT_OF_MEMORY;
 
@@ -196,13 +211,13 @@ static ncclResult_t prophet_hold(prophet_comm_t *c, const void *s, void *r, size
     if (b->n == 0) {
         b->stream = st;
         b->owner = pthread_self();
-        b->number = c->block_number;
+        b->number = c->order.block_number;
     }
     b->m[b->n++] = (prophet_member_t){s, r, n, t, op, ready, iteration, index, arrival, 0};
     /* A block's first member may wait behind the previous block's gate: its ready event then
      * measures our own schedule, not the job. The others are true readiness (the first call of
      * the iteration too: the job's own end-of-iteration wait precedes it). */
-    b->m[b->n - 1].measure = c->measuring && (b->n > 1 || index == 0);
+    b->m[b->n - 1].measure = c->order.measuring && (b->n > 1 || index == 0);
     b->bytes += n * prophet_dtype_size(t);
     b->last_arrival_us = arrival;
     b->stall_warned = 0;
@@ -264,8 +279,8 @@ ncclResult_t prophet_allreduce(prophet_comm_t *c, const void *s, void *r, size_t
         goto passthrough;
     }
     /* program-order release points before this call joins anything */
-    if (c->pending.n && (c->pending.stream != st || flags < 0 ||
-                         (flags & (PROPHET_LEARN_ITER_START | PROPHET_LEARN_RELEARN))))
+    if (c->blocks.pending.n && (c->blocks.pending.stream != st || flags < 0 ||
+                                (flags & (PROPHET_LEARN_ITER_START | PROPHET_LEARN_RELEARN))))
         prophet_release_pending(c);
     if (flags >= 0 && (flags & PROPHET_LEARN_ITER_START)) {
         prophet_agreement_step(c, iteration);
