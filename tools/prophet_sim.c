@@ -12,11 +12,9 @@
 
 #define EXIT_USAGE 2
 
+/* the names of include/prophet/config.h's one list (prophet-sim does not link the parser) */
 static const char *const policy_names[PROPHET_POLICY_COUNT] = {
-    [PROPHET_POLICY_PASSTHROUGH] = "passthrough", [PROPHET_POLICY_FUSION] = "fusion",
-    [PROPHET_POLICY_BUCKETS] = "buckets",         [PROPHET_POLICY_PROPHET] = "prophet",
-    [PROPHET_POLICY_OPTIMAL] = "optimal",
-};
+    PROPHET_VALUES_policy(PROPHET_ENUM_NAME)};
 
 static const char usage_text[] =
     "Usage: prophet-sim --profile FILE [OPTION]...\n"
