@@ -14,7 +14,7 @@
 
 #define PROPHET_WARN_BURST 20
 
-static const char *const prophet_level_names[] = {"NONE", "WARN", "INFO", "TRACE"};
+static const char *const prophet_level_names[] = {PROPHET_VALUES_debug(PROPHET_ENUM_NAME)};
 static _Atomic int64_t prophet_warn_window;
 static _Atomic int prophet_warn_count;
 

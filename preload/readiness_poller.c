@@ -14,9 +14,7 @@
 #include "log_line.h"
 #include "nccl_dtype.h"
 #include "settings.h"
-#ifdef PROPHET_HAVE_BW
 #include "prophet/bw.h"
-#endif
 
 #define PROPHET_POLL_US 500
 #define PROPHET_BW_POLL_US 100000
@@ -25,9 +23,7 @@ static pthread_t prophet_poller_thread;
 static _Atomic int prophet_poller_run;
 static _Atomic int prophet_poller_exited;
 static _Atomic uint64_t prophet_probe_bits; /* double, -1 when there is no live throughput */
-#ifdef PROPHET_HAVE_BW
 static prophet_bw_t *prophet_bw;
-#endif
 
 double prophet_poller_probe_Bps(void)
 {
@@ -140,7 +136,6 @@ static void prophet_stall_check(prophet_comm_t *c, int64_t now)
 
 static void prophet_poll_bw(int64_t now, int64_t *next)
 {
-#ifdef PROPHET_HAVE_BW
     prophet_bw_sample_t s;
     double bps;
 
@@ -157,10 +152,6 @@ static void prophet_poll_bw(int64_t now, int64_t *next)
             prophet_netmodel_probe(c->models.net, bps, now);
         pthread_mutex_unlock(&c->lock);
     }
-#else
-    (void)now;
-    (void)next;
-#endif
 }
 
 static void *prophet_poller_main(void *arg)
@@ -202,7 +193,6 @@ static void prophet_bw_start(void)
     char why[256] = "built without libbpf";
 
     prophet_probe_set(-1);
-#ifdef PROPHET_HAVE_BW
     prophet_bw =
         prophet_bw_open((int)prophet_cfg.bwmon, prophet_cfg.bwmon_pin, 0, why, (int)sizeof(why));
     if (prophet_bw) {
@@ -210,7 +200,6 @@ static void prophet_bw_start(void)
                     prophet_bw_source_name(prophet_bw_source(prophet_bw)));
         return;
     }
-#endif
     prophet_msg(PROPHET_LOG_INFO,
                 "no eBPF throughput (%s); using bandwidth fitted from NCCL "
                 "operations",

@@ -18,10 +18,44 @@
 #include "release.h"
 #include "settings.h"
 
-static ncclResult_t prophet_real_allreduce(prophet_comm_t *c, const void *s, void *r, size_t n,
-                                           ncclDataType_t t, ncclRedOp_t op, CUstream st)
+/* One intercepted ncclAllReduce: its arguments, its stream, and its place in program order
+ * (index and iteration as the learner numbers it: UINT32_MAX and 0 until it is observed). */
+typedef struct prophet_call {
+    const void *sendbuff;
+    void *recvbuff;
+    size_t count;
+    ncclDataType_t dtype;
+    ncclRedOp_t op;
+    CUstream stream;
+    int64_t arrival_us;
+    uint32_t index;
+    uint64_t iteration;
+} prophet_call_t;
+
+static ncclResult_t prophet_real_allreduce(const prophet_comm_t *c, const prophet_call_t *k)
 {
-    return prophet_nccl.AllReduce(s, r, n, t, op, c->handle, st);
+    return prophet_nccl.AllReduce(k->sendbuff, k->recvbuff, k->count, k->dtype, k->op, c->handle,
+                                  k->stream);
+}
+
+static uint64_t prophet_call_bytes(const prophet_call_t *k)
+{
+    return k->count * prophet_dtype_size(k->dtype);
+}
+
+/* The call as a member of a block (or the one member of an observed call's record). */
+static prophet_member_t prophet_call_member(const prophet_call_t *k, CUevent ready)
+{
+    return (prophet_member_t){.sendbuff = k->sendbuff,
+                              .recvbuff = k->recvbuff,
+                              .count = k->count,
+                              .dtype = k->dtype,
+                              .op = k->op,
+                              .ready = ready,
+                              .iteration = k->iteration,
+                              .index = k->index,
+                              .arrival_us = k->arrival_us,
+                              .measure = 0};
 }
 
 /* Calls are held only after the learned period survived this many iteration starts. The learner
@@ -47,16 +81,20 @@ static int prophet_phase_anchored(const prophet_comm_t *c)
            prophet_learner_anchored(c->models.learner) == PROPHET_LEARN_ANCHOR_BYTES;
 }
 
-/* Learner and program-order bookkeeping. Returns the learner flags (< 0: not schedulable). */
-static int prophet_observe(prophet_comm_t *c, const prophet_call_sig_t *sig, int64_t ready_us,
-                           uint32_t *index, uint64_t *iteration)
+/* Learner and program-order bookkeeping: sets k's index and iteration. Returns the learner
+ * flags (< 0: not schedulable). */
+static int prophet_observe(prophet_comm_t *c, prophet_call_t *k, int64_t ready_us)
 {
-    prophet_call_sig_t anon = *sig;
-    int flags = prophet_learner_observe(c->models.learner, sig, ready_us, index);
+    prophet_call_sig_t sig = {.comm_id = c->id,
+                              .count = k->count,
+                              .dtype = (int32_t)k->dtype,
+                              .op = (int32_t)k->op,
+                              .bytes = prophet_call_bytes(k)};
+    int flags = prophet_learner_observe(c->models.learner, &sig, ready_us, &k->index);
 
-    *iteration = prophet_learner_iteration(c->models.learner);
+    k->iteration = prophet_learner_iteration(c->models.learner);
     if (flags < 0) {
-        *index = UINT32_MAX;
+        k->index = UINT32_MAX;
         return flags;
     }
     if (flags & PROPHET_LEARN_RELEARN) {
@@ -99,27 +137,25 @@ static int prophet_observe(prophet_comm_t *c, const prophet_call_sig_t *sig, int
         c->order.iter_bytes = 0;
         for (uint32_t i = 0; p && i < p->n_calls; i++)
             c->order.iter_bytes += p->sig[i].bytes;
-        c->order.phase_ok = *index == 0 && prophet_phase_anchored(c);
+        c->order.phase_ok = k->index == 0 && prophet_phase_anchored(c);
         /* first plan: agree at the next iteration start (block mode: after measuring) */
-        if (p && !c->agree.have_plan && c->agree.next_agree_iter > *iteration &&
+        if (p && !c->agree.have_plan && c->agree.next_agree_iter > k->iteration &&
             prophet_cfg.gate != PROPHET_GATE_BLOCK)
-            c->agree.next_agree_iter = *iteration;
+            c->agree.next_agree_iter = k->iteration;
         prophet_logb_profile(c);
     }
     /* comm_id is left out of the agreed hash: InitAll gives one process's ranks different ids */
-    anon.comm_id = 0;
-    if (*index != UINT32_MAX && c->order.seq_n < PROPHET_MAX_CALLS)
-        c->order.seq[c->order.seq_n++] = anon;
-    c->order.last_index = *index;
+    sig.comm_id = 0;
+    if (k->index != UINT32_MAX && c->order.seq_n < PROPHET_MAX_CALLS)
+        c->order.seq[c->order.seq_n++] = sig;
+    c->order.last_index = k->index;
     return flags;
 }
 
 /* Observed passthrough (call mode, or block mode while the iteration is unknown): the call runs
  * on the caller's stream between a ready event and an end event that the poller turns into
  * readiness and duration. */
-static ncclResult_t prophet_observed_call(prophet_comm_t *c, const void *s, void *r, size_t n,
-                                          ncclDataType_t t, ncclRedOp_t op, CUstream st,
-                                          uint32_t index, uint64_t iteration, int64_t arrival)
+static ncclResult_t prophet_observed_call(prophet_comm_t *c, const prophet_call_t *k)
 {
     prophet_inflight_t *f = malloc(sizeof(*f) + sizeof(f->m[0]));
     CUevent ready = prophet_comm_event_get(c), end = prophet_comm_event_get(c);
@@ -127,17 +163,17 @@ static ncclResult_t prophet_observed_call(prophet_comm_t *c, const void *s, void
     CUresult rc = CUDA_SUCCESS;
 
     c->stats.passthrough++;
-    if (!f || !ready || !end || (rc = prophet_cu.EventRecord(ready, st)) != CUDA_SUCCESS) {
+    if (!f || !ready || !end || (rc = prophet_cu.EventRecord(ready, k->stream)) != CUDA_SUCCESS) {
         if (rc != CUDA_SUCCESS)
             prophet_comm_fail(c, "cuEventRecord", rc);
         free(f);
         prophet_comm_event_put(c, ready);
         prophet_comm_event_put(c, end);
-        return prophet_real_allreduce(c, s, r, n, t, op, st);
+        return prophet_real_allreduce(c, k);
     }
     f->release_us = prophet_now_us();
-    nrc = prophet_real_allreduce(c, s, r, n, t, op, st);
-    if ((rc = prophet_cu.EventRecord(end, st)) != CUDA_SUCCESS) {
+    nrc = prophet_real_allreduce(c, k);
+    if ((rc = prophet_cu.EventRecord(end, k->stream)) != CUDA_SUCCESS) {
         prophet_comm_fail(c, "cuEventRecord", rc);
         /* the ready event was recorded: keep it out of the pool until it fires (leak is tiny) */
         free(f);
@@ -148,9 +184,9 @@ static ncclResult_t prophet_observed_call(prophet_comm_t *c, const void *s, void
     f->deferred = 0;
     f->start = ready;
     f->end = end;
-    f->bytes = n * prophet_dtype_size(t);
+    f->bytes = prophet_call_bytes(k);
     f->block = c->order.block_number++;
-    f->m[0] = (prophet_member_t){s, r, n, t, op, ready, iteration, index, arrival, 0};
+    f->m[0] = prophet_call_member(k, ready);
     prophet_inflight_push(c, f);
     return nrc;
 }
@@ -194,56 +230,60 @@ static int prophet_closes_block(const prophet_comm_t *c, uint32_t index)
     return (index + 1 + c->order.measure_phase) % PROPHET_BLOCK_MAX == 0;
 }
 
-static ncclResult_t prophet_hold(prophet_comm_t *c, const void *s, void *r, size_t n,
-                                 ncclDataType_t t, ncclRedOp_t op, CUstream st, uint32_t index,
-                                 uint64_t iteration, int64_t arrival)
+static ncclResult_t prophet_hold(prophet_comm_t *c, const prophet_call_t *k)
 {
     prophet_block_t *b = &c->blocks.pending;
     CUevent ready = prophet_comm_event_get(c);
     CUresult rc = CUDA_ERROR_OUT_OF_MEMORY;
 
-    if (!ready || (rc = prophet_cu.EventRecord(ready, st)) != CUDA_SUCCESS) {
+    if (!ready || (rc = prophet_cu.EventRecord(ready, k->stream)) != CUDA_SUCCESS) {
         prophet_comm_event_put(c, ready);
         prophet_comm_fail(c, "cuEventRecord", rc);
         prophet_release_pending(c); /* falls back to the members' stream */
-        return prophet_real_allreduce(c, s, r, n, t, op, st);
+        return prophet_real_allreduce(c, k);
     }
     if (b->n == 0) {
-        b->stream = st;
+        b->stream = k->stream;
         b->owner = pthread_self();
         b->number = c->order.block_number;
     }
-    b->m[b->n++] = (prophet_member_t){s, r, n, t, op, ready, iteration, index, arrival, 0};
+    b->m[b->n++] = prophet_call_member(k, ready);
     /* A block's first member may wait behind the previous block's gate: its ready event then
      * measures our own schedule, not the job. The others are true readiness (the first call of
      * the iteration too: the job's own end-of-iteration wait precedes it). */
-    b->m[b->n - 1].measure = c->order.measuring && (b->n > 1 || index == 0);
-    b->bytes += n * prophet_dtype_size(t);
-    b->last_arrival_us = arrival;
+    b->m[b->n - 1].measure = c->order.measuring && (b->n > 1 || k->index == 0);
+    b->bytes += prophet_call_bytes(k);
+    b->last_arrival_us = k->arrival_us;
     b->stall_warned = 0;
-    if (prophet_closes_block(c, index))
+    if (prophet_closes_block(c, k->index))
         return prophet_release_pending(c);
     prophet_msg(PROPHET_LOG_TRACE, "comm %lu iteration %lu: call #%u held in block %u (%u calls)",
-                (unsigned long)c->id, (unsigned long)iteration, index, b->number, b->n);
+                (unsigned long)c->id, (unsigned long)k->iteration, k->index, b->number, b->n);
     return ncclSuccess;
 }
 
 /* Arguments NCCL might reject, or custom reduction ops: never deferred, so that NCCL's own
  * error reaches the caller from the call that caused it. */
-static int prophet_schedulable_args(size_t n, ncclDataType_t t, ncclRedOp_t op)
+static int prophet_schedulable_args(const prophet_call_t *k)
 {
-    return n > 0 && (unsigned)t < ncclNumTypes && (unsigned)op < ncclNumOps;
+    return k->count > 0 && (unsigned)k->dtype < ncclNumTypes && (unsigned)k->op < ncclNumOps;
 }
 
-ncclResult_t prophet_allreduce(prophet_comm_t *c, const void *s, void *r, size_t n,
-                               ncclDataType_t t, ncclRedOp_t op, CUstream st)
+ncclResult_t prophet_allreduce(prophet_comm_t *c, const void *sendbuff, void *recvbuff,
+                               size_t count, ncclDataType_t datatype, ncclRedOp_t op,
+                               CUstream stream)
 {
-    prophet_call_sig_t sig = {c->id, n, (int32_t)t, (int32_t)op, n * prophet_dtype_size(t)};
-    int64_t arrival = prophet_now_us();
+    prophet_call_t k = {.sendbuff = sendbuff,
+                        .recvbuff = recvbuff,
+                        .count = count,
+                        .dtype = datatype,
+                        .op = op,
+                        .stream = stream,
+                        .arrival_us = prophet_now_us(),
+                        .index = UINT32_MAX,
+                        .iteration = 0};
     int in_group = prophet_group_depth() > 0;
     CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
-    uint32_t index = UINT32_MAX;
-    uint64_t iteration = 0;
     ncclResult_t nrc;
     CUresult rc;
     int flags;
@@ -252,13 +292,13 @@ ncclResult_t prophet_allreduce(prophet_comm_t *c, const void *s, void *r, size_t
     c->stats.calls++;
     /* non-blocking comms and odd arguments: the same on every rank; the setup (and its vote, a
      * host wait) at the first such call outside a user group, also the same on every rank */
-    if (!c->blocking || !prophet_schedulable_args(n, t, op) || (!c->setup && in_group) ||
-        prophet_comm_setup(c, st) != 0)
+    if (!c->blocking || !prophet_schedulable_args(&k) || (!c->setup && in_group) ||
+        prophet_comm_setup(c, k.stream) != 0)
         goto passthrough;
     /* A comm switched to passthrough by an error of ours keeps observing, so that it keeps
      * taking part in the plan broadcasts that its peers issue (the NCCL sequence stays equal). */
     if (!in_group && !c->passthrough) {
-        if ((rc = prophet_cu.StreamIsCapturing(st, &cap)) != CUDA_SUCCESS) {
+        if ((rc = prophet_cu.StreamIsCapturing(k.stream, &cap)) != CUDA_SUCCESS) {
             prophet_comm_fail(c, "cuStreamIsCapturing", rc);
             goto passthrough;
         }
@@ -266,35 +306,35 @@ ncclResult_t prophet_allreduce(prophet_comm_t *c, const void *s, void *r, size_t
             prophet_msg(PROPHET_LOG_TRACE,
                         "comm %lu: passthrough allreduce count=%zu: stream %p "
                         "is capturing",
-                        (unsigned long)c->id, n, (void *)st);
+                        (unsigned long)c->id, k.count, (void *)k.stream);
             goto passthrough;
         }
     }
-    flags = prophet_observe(c, &sig, in_group ? arrival : -1, &index, &iteration);
+    flags = prophet_observe(c, &k, in_group ? k.arrival_us : -1);
     if (in_group) {
         /* inside the user's group: it joins that group, untouched (pending blocks were
          * released at the outermost ncclGroupStart) */
         prophet_msg(PROPHET_LOG_TRACE, "comm %lu: passthrough allreduce count=%zu in a user group",
-                    (unsigned long)c->id, n);
+                    (unsigned long)c->id, k.count);
         goto passthrough;
     }
     /* program-order release points before this call joins anything */
-    if (c->blocks.pending.n && (c->blocks.pending.stream != st || flags < 0 ||
+    if (c->blocks.pending.n && (c->blocks.pending.stream != k.stream || flags < 0 ||
                                 (flags & (PROPHET_LEARN_ITER_START | PROPHET_LEARN_RELEARN))))
         prophet_release_pending(c);
     if (flags >= 0 && (flags & PROPHET_LEARN_ITER_START)) {
-        prophet_agreement_step(c, iteration);
-        prophet_measure_step(c, iteration);
+        prophet_agreement_step(c, k.iteration);
+        prophet_measure_step(c, k.iteration);
     }
     if (c->passthrough)
         goto passthrough;
-    if (prophet_cfg.gate != PROPHET_GATE_BLOCK || index == UINT32_MAX || flags < 0 ||
+    if (prophet_cfg.gate != PROPHET_GATE_BLOCK || k.index == UINT32_MAX || flags < 0 ||
         !prophet_holding(c)) {
-        nrc = prophet_observed_call(c, s, r, n, t, op, st, index, iteration, arrival);
+        nrc = prophet_observed_call(c, &k);
         pthread_mutex_unlock(&c->lock);
         return nrc;
     }
-    nrc = prophet_hold(c, s, r, n, t, op, st, index, iteration, arrival);
+    nrc = prophet_hold(c, &k);
     pthread_mutex_unlock(&c->lock);
     return nrc;
 passthrough:
@@ -303,7 +343,7 @@ passthrough:
         prophet_release_pending(c);
     c->stats.passthrough++;
     pthread_mutex_unlock(&c->lock);
-    return prophet_nccl.AllReduce(s, r, n, t, op, c->handle, st);
+    return prophet_real_allreduce(c, &k);
 }
 
 void prophet_comm_barrier(ncclComm_t comm)
