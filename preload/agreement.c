@@ -64,7 +64,7 @@ static void prophet_agreement_pack(prophet_comm_t *c)
 {
     const prophet_profile_t *prof = prophet_learner_profile(c->models.learner);
     prophet_planner_opts_t po = {
-        .policy = prophet_cfg.policy_set ? prophet_cfg.policy : prophet_policy_default(),
+        .policy = prophet_cfg_policy(),
         .fusion_bytes = prophet_cfg.fusion_bytes,
         .cycle_us = prophet_cfg.cycle_us,
         .bucket_bytes = prophet_cfg.bucket_bytes,
