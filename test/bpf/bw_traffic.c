@@ -289,13 +289,30 @@ static int check(const struct opts *o)
     } else {
         double win = (double)(smp[last].tx - smp[first].tx) /
                      ((double)(smp[last].t_us - smp[first].t_us) / 1e6);
-        double ewma = smp[last].tx_Bps;
+        /* The smoothed rate follows the recent rate, not the window's average: a loaded machine
+         * makes the sender's pace uneven. It is checked against the filter bw.h documents, run
+         * here over the probe's own counts (read by read, from s0 on). */
+        double ewma = smp[last].tx_Bps, want = 0;
+        int64_t pt = s0.t_us;
+        uint64_t ptx = s0.tx_bytes;
+        for (ssize_t i = 0; i <= last; i++) {
+            double dt = (double)(smp[i].t_us - pt) / 1e6;
+            if (dt <= 0)
+                continue;
+            double rate = (double)(smp[i].tx - ptx) / dt;
+            want = pt == s0.t_us
+                       ? rate
+                       : want + (1.0 - exp(-dt * 1e6 / PROPHET_BW_TAU_US)) * (rate - want);
+            pt = smp[i].t_us;
+            ptx = smp[i].tx;
+        }
         printf("throughput: sender's own %.1f MB/s; probe over the window %.1f MB/s (%+.2f%%), "
-               "smoothed (tau %.1f s) %.1f MB/s (%+.2f%%)\n",
+               "smoothed (tau %.1f s) %.1f MB/s, the filter over the counts %.1f MB/s (%+.2f%%)\n",
                own / 1e6, win / 1e6, 100 * (win / own - 1), PROPHET_BW_TAU_US / 1e6, ewma / 1e6,
-               100 * (ewma / own - 1));
+               want / 1e6, 100 * (ewma / want - 1));
         EXPECT(fabs(win / own - 1) <= 0.05, "probe window rate off by more than 5%%");
-        EXPECT(fabs(ewma / own - 1) <= 0.05, "smoothed rate off by more than 5%%");
+        EXPECT(want > 0 && fabs(ewma / want - 1) <= 0.01,
+               "smoothed rate off the documented filter by more than 1%%");
     }
     free(smp);
     prophet_bw_close(bs);
