@@ -4,11 +4,15 @@
  * it cannot be loaded, prophet_bw_open() returns NULL with the loader's reason. */
 #define _GNU_SOURCE
 #include "prophet/bw.h"
+#include "dlsym_real.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+
+/* glibc's dlsym (dlsym_real.c): libprophet.so exports a dlsym of its own (cuda_dlsym.c). */
+void *prophet_dlsym_real(void *handle, const char *name);
 
 #define PROPHET_BW_PLUGIN "libprophet_bw.so"
 
@@ -57,11 +61,11 @@ static void prophet_bw_plugin_load(void)
         snprintf(p->why, sizeof(p->why), "no eBPF support: %.200s", e ? e : path);
         return;
     }
-    *(void **)&p->open = dlsym(h, "prophet_bw_open");
-    *(void **)&p->source = dlsym(h, "prophet_bw_source");
-    *(void **)&p->source_name = dlsym(h, "prophet_bw_source_name");
-    *(void **)&p->read = dlsym(h, "prophet_bw_read");
-    *(void **)&p->close = dlsym(h, "prophet_bw_close");
+    *(void **)&p->open = prophet_dlsym_real(h, "prophet_bw_open");
+    *(void **)&p->source = prophet_dlsym_real(h, "prophet_bw_source");
+    *(void **)&p->source_name = prophet_dlsym_real(h, "prophet_bw_source_name");
+    *(void **)&p->read = prophet_dlsym_real(h, "prophet_bw_read");
+    *(void **)&p->close = prophet_dlsym_real(h, "prophet_bw_close");
     if (!p->open || !p->source || !p->source_name || !p->read || !p->close) {
         snprintf(p->why, sizeof(p->why), "%.200s lacks the prophet_bw API", path);
         p->open = NULL;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "cuda_driver.h"
+#include "dlsym_real.h"
 #include "export.h"
 #include "log_line.h"
 #include "settings.h"
@@ -14,26 +15,54 @@ prophet_cuda_api_t prophet_cu;
 
 static pthread_once_t prophet_cuda_once = PTHREAD_ONCE_INIT;
 static int prophet_cuda_rc = -1;
+static pthread_once_t prophet_cuda_open_once = PTHREAD_ONCE_INIT;
+static void *prophet_cuda_h;
+static char prophet_cuda_err[512];
 
 /* cuda.h maps some names to versioned symbols (cuStreamDestroy -> cuStreamDestroy_v2): the macro
  * expansion, stringified, is the symbol to look up. */
 #define PROPHET_CU(field, fn)                                                                      \
     do {                                                                                           \
-        prophet_cu.field = (__typeof__(prophet_cu.field))dlsym(h, PROPHET_XSTR(fn));               \
+        prophet_cu.field = (__typeof__(prophet_cu.field))prophet_dlsym_real(h, PROPHET_XSTR(fn));  \
         if (!prophet_cu.field) {                                                                   \
             missing = PROPHET_XSTR(fn);                                                            \
             goto fail;                                                                             \
         }                                                                                          \
     } while (0)
 
+static const char *prophet_cuda_lib(void)
+{
+    return prophet_cfg.cuda_lib[0] ? prophet_cfg.cuda_lib : "libcuda.so.1";
+}
+
+static void prophet_cuda_open(void)
+{
+    const char *err;
+
+    prophet_cuda_h = dlopen(prophet_cuda_lib(), RTLD_NOW | RTLD_LOCAL);
+    if (!prophet_cuda_h && (err = dlerror()))
+        snprintf(prophet_cuda_err, sizeof(prophet_cuda_err), "%s", err);
+}
+
+/* The handle stays open: the process may use the driver itself. The wrapped entry points
+ * (cuda_hooks.c) resolve the driver's functions through it too. */
+void *prophet_cuda_handle(void)
+{
+    pthread_once(&prophet_cuda_open_once, prophet_cuda_open);
+    return prophet_cuda_h;
+}
+
+/* prophet_cu holds the driver's OWN functions (looked up in the driver's handle, never the
+ * preload's wrappers): the preload's CUDA calls never go through the holding engine. */
 static void prophet_cuda_load_once(void)
 {
-    const char *lib = prophet_cfg.cuda_lib[0] ? prophet_cfg.cuda_lib : "libcuda.so.1";
+    const char *lib = prophet_cuda_lib();
     const char *missing = NULL;
-    void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    void *h = prophet_cuda_handle();
 
     if (!h) {
-        prophet_msg(PROPHET_LOG_INFO, "no CUDA driver (%s); passing every call through", dlerror());
+        prophet_msg(PROPHET_LOG_INFO, "no CUDA driver (%s); passing every call through",
+                    prophet_cuda_err[0] ? prophet_cuda_err : lib);
         return;
     }
     PROPHET_CU(CtxGetCurrent, cuCtxGetCurrent);
@@ -59,7 +88,6 @@ static void prophet_cuda_load_once(void)
 fail:
     prophet_msg(PROPHET_LOG_INFO, "CUDA driver %s lacks %s; passing every call through", lib,
                 missing);
-    /* the handle stays open: the process may use the driver itself */
 }
 
 int prophet_cuda_load(void)

@@ -30,5 +30,8 @@ extern prophet_cuda_api_t prophet_cu;
 /* Loads the driver once (PROPHET_CUDA_LIB). 0 ok; -1 unavailable (one INFO line said why). */
 int prophet_cuda_load(void);
 const char *prophet_cuda_errstr(CUresult rc);
+/* The driver's handle (PROPHET_CUDA_LIB, default libcuda.so.1), opened once; NULL if absent. Needs
+ * prophet_cfg loaded (prophet_init). */
+void *prophet_cuda_handle(void);
 
 #endif

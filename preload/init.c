@@ -1,18 +1,21 @@
 /* Lazy initialisation (no constructor: loading the library does nothing), fork handling and the
  * the exit hook. prophet_init() reads the configuration and resolves NCCL (cheap, no threads, no
  * CUDA); the CUDA driver and the poller thread are started by comm_life.c on the first
- * communicator's setup. PROPHET_DISABLE=1 stops after the first stage. */
+ * communicator's setup. PROPHET_DISABLE=1 stops after the first stage. At exit without any NCCL
+ * call, the exit check (exit_check.c). */
 #include <pthread.h>
 #include <stdlib.h>
 
 #include "init.h"
 #include "log_line.h"
+#include "exit_check.h"
 #include "nccl_symbols.h"
 #include "settings.h"
 
 _Atomic int prophet_mode;
 
 static pthread_mutex_t prophet_init_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t prophet_config_once = PTHREAD_ONCE_INIT;
 static _Atomic int prophet_heavy; /* threads or CUDA state exist in this process */
 static void (*_Atomic prophet_exit_hook)(void);
 
@@ -47,6 +50,34 @@ static void prophet_atexit(void)
     fn();
 }
 
+static void prophet_config_load_once(void)
+{
+    prophet_config_load(&prophet_cfg); /* invalid values: one line each, defaults kept */
+}
+
+void prophet_init_config(void)
+{
+    pthread_once(&prophet_config_once, prophet_config_load_once);
+}
+
+/* Process exit (or unload) with no NCCL call through the preload: exit_check.c looks for an NCCL
+ * that was loaded but passed by, and says so in one line. The configuration is read only then
+ * (PROPHET_DISABLE=1 and PROPHET_DEBUG=NONE silence it, as every other line). A destructor, not
+ * atexit(): nothing was initialised, and loading the library still does nothing. */
+__attribute__((destructor)) static void prophet_fini(void)
+{
+    char why[512];
+
+    pthread_mutex_lock(&prophet_init_lock);
+    if (atomic_load(&prophet_mode) == PROPHET_MODE_UNINIT &&
+        prophet_exit_check_scan(why, sizeof(why))) {
+        prophet_init_config();
+        if (!prophet_cfg.disable)
+            prophet_exit_check_warn(why);
+    }
+    pthread_mutex_unlock(&prophet_init_lock);
+}
+
 int prophet_init(void)
 {
     int mode;
@@ -55,7 +86,7 @@ int prophet_init(void)
     mode = atomic_load(&prophet_mode);
     if (mode != PROPHET_MODE_UNINIT)
         goto out;
-    prophet_config_load(&prophet_cfg); /* invalid values: one line each, defaults kept */
+    prophet_init_config();
     if (prophet_nccl_resolve() != 0) {
         mode = PROPHET_MODE_PASSTHROUGH;
         goto out;

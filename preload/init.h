@@ -15,6 +15,8 @@ extern _Atomic int prophet_mode; /* prophet_global_mode_t */
 
 /* Lazy initialisation (no constructor): config, NCCL symbols; returns the mode. Thread-safe. */
 int prophet_init(void);
+/* Only the first stage, the configuration (once; what the CUDA wrappers need: cuda_hooks.c). */
+void prophet_init_config(void);
 /* CUDA or threads exist from now on: a forked child passes through. */
 void prophet_init_mark_heavy(void);
 /* The teardown that init.c's atexit handler runs when the process is active (comm_life.c's). */

@@ -1,6 +1,7 @@
-/* Resolution of the real NCCL, lazily and once: pnccl* (strong) via dlsym(RTLD_NEXT), else the
- * already loaded libnccl.so.2 (dlopen RTLD_NOLOAD: PyTorch loads it RTLD_LOCAL), or
- * PROPHET_NCCL_LIB when set. Also detects a statically linked NCCL and the version. */
+/* Resolution of the real NCCL, lazily and once: pnccl* (strong) via dlsym(RTLD_NEXT) (glibc's:
+ * prophet_dlsym_real), else the already loaded libnccl.so.2 (dlopen RTLD_NOLOAD: PyTorch loads it
+ * RTLD_LOCAL), or PROPHET_NCCL_LIB when set. Also detects a statically linked NCCL and the version.
+ */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 
 #include "nccl_symbols.h"
+#include "dlsym_real.h"
 #include "log_line.h"
 #include "settings.h"
 
@@ -27,11 +29,11 @@ static void *prophet_nccl_sym(const char *name)
 
     snprintf(pname, sizeof(pname), "p%s", name);
     if (prophet_nccl_handle) {
-        p = dlsym(prophet_nccl_handle, pname);
-        return p ? p : dlsym(prophet_nccl_handle, name);
+        p = prophet_dlsym_real(prophet_nccl_handle, pname);
+        return p ? p : prophet_dlsym_real(prophet_nccl_handle, name);
     }
-    p = dlsym(RTLD_NEXT, pname);
-    return p ? p : dlsym(RTLD_NEXT, name);
+    p = prophet_dlsym_real(RTLD_NEXT, pname);
+    return p ? p : prophet_dlsym_real(RTLD_NEXT, name);
 }
 
 #define PROPHET_RESOLVE(field) prophet_nccl.field = prophet_nccl_sym("nccl" #field)
@@ -70,7 +72,7 @@ static void prophet_nccl_fill(void)
 /* A NCCL linked into the executable defines ncclAllReduce ahead of us in the global scope. */
 static void prophet_nccl_check_static(void)
 {
-    void *first = dlsym(RTLD_DEFAULT, "ncclAllReduce");
+    void *first = prophet_dlsym_real(RTLD_DEFAULT, "ncclAllReduce");
     Dl_info info, self;
 
     /* ours if it lies in this library (compared by object, so that this file needs no symbol of

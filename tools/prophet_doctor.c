@@ -364,7 +364,8 @@ static int check_nccl(void)
     if (!found)
         line("WARN", "nccl",
              "look at a rank once it has made its first NCCL call (--pid PID of a worker, not the "
-             "launcher)",
+             "launcher); if the job does use NCCL, it is linked statically with its symbols hidden "
+             "(conda PyTorch): use a build that loads libnccl.so.2",
              "no NCCL is loaded in pid %d (yet)", doctor.pid);
     return found;
 }

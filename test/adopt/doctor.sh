@@ -4,6 +4,8 @@
 #   dlopen  WARN nccl (loaded with dlopen), FAIL calls (the preload saw none), exit 1
 #   static  FAIL nccl naming libfixture_framework.so, exit 1
 #   none    WARN nccl (no NCCL), exit 0
+#   ebpf    BWMON=off, pinned maps, bpffs and privileges as here; without capabilities
+#           (setpriv), without bpffs (a mount namespace), where root and those tools allow
 #   --pid   a running process with and without the preload; knobs read from its environment
 # usage: doctor.sh BUILD FIXTURES
 set -u
@@ -16,10 +18,11 @@ export LD_LIBRARY_PATH="$build/lib/emu"
 fail() { echo "FAIL: $*"; echo "---- prophet-doctor's output"; cat "$tmp/out"; exit 1; }
 doctor() { # EXPECTED-STATUS ARGS...
     want=$1; shift
-    "$doc" "$@" >"$tmp/out" 2>&1
+    $wrap "$doc" "$@" >"$tmp/out" 2>&1
     st=$?
-    [ $st -eq "$want" ] || fail "prophet-doctor $* exited $st, expected $want"
+    [ $st -eq "$want" ] || fail "${wrap:+$wrap }prophet-doctor $* exited $st, expected $want"
 }
+wrap=""
 has() { grep -Eq "$1" "$tmp/out" || fail "no line matching '$1'"; }
 hasnt() { grep -Eq "$1" "$tmp/out" && fail "a line matching '$1'"; return 0; }
 
@@ -35,6 +38,8 @@ doctor 1 -- "$fix/doctor_fixture_dlopen"
 has "^WARN  nccl +.*libnccl.so.2.*loaded with dlopen"
 has "^FAIL  calls +NCCL was loaded but the preload saw none"
 has "^ +fix: "
+# the preload's own exit check (preload/exit_check.c) says it too, and the doctor relays it
+has "^WARN  preload +said: prophet: WARN .*none of its calls reached the preload \(.*dlsym"
 echo "dlopen: ok"
 
 doctor 1 -- "$fix/doctor_fixture_static"
@@ -45,6 +50,44 @@ doctor 0 -- "$fix/doctor_fixture_none"
 has "^WARN  nccl +no NCCL is loaded"
 hasnt "^FAIL"
 echo "none: ok"
+
+# eBPF: privileges, bpffs and prophet-bwmon's pinned maps as this machine has them, then without
+# privileges (setpriv drops every capability) and without bpffs (a mount namespace without it).
+cap=$(sed -n 's/^CapEff:[[:space:]]*//p' /proc/self/status)
+priv=$(( (0x$cap >> 21 & 1) | ((0x$cap >> 38 & 1) & (0x$cap >> 39 & 1)) ))
+PROPHET_BWMON=off doctor 0 -- "$fix/doctor_fixture_linked"
+has "^PASS  ebpf +PROPHET_BWMON=off: bandwidth fitted"
+mkdir "$tmp/pin"
+PROPHET_BWMON_PIN=$tmp/pin doctor 0 -- "$fix/doctor_fixture_linked"
+has "^PASS  ebpf +prophet-bwmon's pinned maps at $tmp/pin"
+if grep -q "^[^ ]* [^ ]* bpf " /proc/mounts; then has "^PASS  ebpf +bpffs mounted at /"
+else has "^WARN  ebpf +no bpffs mounted"; fi
+PROPHET_BWMON_PIN=$tmp/nopin doctor 0 -- "$fix/doctor_fixture_linked"
+if [ "$priv" -eq 1 ]; then
+    has "^PASS  ebpf +privileged"
+    has "^PASS  ebpf +no prophet-bwmon running \(nothing pinned at PROPHET_BWMON_PIN=$tmp/nopin\); not needed"
+else
+    has "^WARN  ebpf +no CAP_BPF/CAP_SYS_ADMIN"
+    has "fix: sudo prophet-bwmon --daemon --pin $tmp/nopin"
+fi
+echo "ebpf: ok (privileged=$priv)"
+if [ "$priv" -eq 1 ] && command -v setpriv >/dev/null; then
+    wrap="setpriv --inh-caps=-all --bounding-set=-all"
+    PROPHET_BWMON_PIN=$tmp/nopin doctor 0 -- "$fix/doctor_fixture_linked"
+    has "^WARN  ebpf +no CAP_BPF/CAP_SYS_ADMIN: the in-process probe cannot load"
+    has "fix: run .sudo prophet-bwmon --daemon. on the host"
+    has "^WARN  ebpf +no prophet-bwmon running"
+    has "fix: sudo prophet-bwmon --daemon --pin $tmp/nopin"
+    wrap=""
+    echo "ebpf without privileges: ok"
+fi
+if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null && unshare -m true 2>/dev/null; then
+    unshare -m sh -c 'for m in $(awk '"'"'$3 == "bpf" {print $2}'"'"' /proc/mounts); do umount "$m"; done
+        exec "$0" -- "$1"' "$doc" "$fix/doctor_fixture_linked" >"$tmp/out" 2>&1
+    has "^WARN  ebpf +no bpffs mounted: prophet-bwmon cannot pin its maps"
+    has "fix: mount -t bpf bpf /sys/fs/bpf"
+    echo "ebpf without bpffs: ok"
+fi
 
 # --pid: a running rank started with prophet-run, with a bad knob in its environment.
 PROPHET_GATE=sideways "$build/bin/prophet-run" "$fix/doctor_fixture_linked" --hold >"$tmp/rank" 2>&1 &

@@ -1,6 +1,7 @@
 #!/bin/sh
-# prophet-run: the preload reaches the workers of each launcher form, after any LD_PRELOAD already
-# set; --log and --observe set their knobs; the emulated job runs under it; --help; a missing
+# prophet-run: the preload reaches the workers of each launcher form (fake_launcher.sh: torchrun,
+# horovodrun, mpirun -x, srun --export), after any LD_PRELOAD already set; --log and --observe set
+# their knobs; prophet-run works through a link; the emulated job runs under it; --help; a missing
 # libprophet.so is reported.
 # usage: prophet_run.sh BUILD
 set -u
@@ -13,29 +14,60 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; for f in "$tmp"/out "$tmp"/w/worker.*; do [ -f "$f" ] && { echo "---- $f"; tail -n 20 "$f"; }; done; exit 1; }
 other=$(cd "$build/lib/emu" && pwd -P)/libcuda.so.1 # any library: a preload set before ours
 
-# torchrun / horovodrun form: workers inherit the environment.
-mkdir -p "$tmp/w"
-LD_PRELOAD=$other "$run" --log "$tmp/logs" --observe -- "$here/fake_launcher.sh" torchrun "$tmp/w" 2 \
-    >"$tmp/out" 2>&1 || fail "prophet-run torchrun-like launcher failed"
-for i in 0 1; do
-    f=$tmp/w/worker.$i
-    grep -qx "LD_PRELOAD=$other:$lib" "$f" || fail "worker $i: LD_PRELOAD is not '$other:$lib'"
-    grep -qx "mapped=$lib" "$f" || fail "worker $i: libprophet.so not loaded"
-    grep -qx "PROPHET_LOG=$(cd "$tmp/logs" && pwd -P)" "$f" || fail "worker $i: PROPHET_LOG not set"
-    grep -qx "PROPHET_GATE=call" "$f" || fail "worker $i: --observe did not set the observe-only mode"
-done
-echo "torchrun-like: ok"
+fl=$here/fake_launcher.sh rec=$here/worker_record.sh
+launch() { # FORM: prophet-run ARGS... -- LAUNCHER ARGS... (the workers run worker_record.sh)
+    form=$1; shift
+    rm -rf "$tmp/w"; mkdir -p "$tmp/w"
+    "$@" >"$tmp/out" 2>&1 || fail "$form: prophet-run ... failed"
+    [ "$(ls "$tmp/w" | wc -l)" -eq 2 ] || fail "$form: not 2 workers"
+}
+worker_has() { # FORM LINE: every worker's record has LINE
+    for f in "$tmp"/w/worker.*; do grep -qxF "$2" "$f" || fail "$1: $(basename "$f") lacks '$2'"; done
+}
+worker_lacks() { # FORM REGEX
+    for f in "$tmp"/w/worker.*; do grep -Eq "$2" "$f" && fail "$1: $(basename "$f") has '$2'"; done; return 0
+}
+
+# torchrun form: workers inherit the environment; the preload comes after one already set.
+launch torchrun env LD_PRELOAD="$other" "$run" --log "$tmp/logs" --observe -- \
+    "$fl" torchrun --nproc_per_node=2 --standalone --no-python "$rec" "$tmp/w"
+worker_has torchrun "LD_PRELOAD=$other:$lib"
+worker_has torchrun "mapped=$lib"
+worker_has torchrun "PROPHET_LOG=$(cd "$tmp/logs" && pwd -P)"
+observe=$("$run" --observe --print | sed -n 's/^export \(PROPHET_[A-Z_]*=.*\)/\1/p' | grep -v '^PROPHET_LOG=')
+[ -n "$observe" ] || fail "--observe --print names no PROPHET_ variable"
+worker_has torchrun "$observe"
+echo "torchrun: ok ($observe)"
+
+# horovodrun form: Horovod forwards the whole environment.
+launch horovodrun "$run" "$fl" horovodrun -np 2 "$rec" "$tmp/w"
+worker_has horovodrun "LD_PRELOAD=$lib"
+worker_has horovodrun "mapped=$lib"
+echo "horovodrun: ok"
 
 # mpirun -x LD_PRELOAD form: workers get only what -x names.
-rm -rf "$tmp/w"; mkdir -p "$tmp/w"
-"$run" "$here/fake_launcher.sh" mpirun "$tmp/w" 2 -x LD_PRELOAD >"$tmp/out" 2>&1 ||
-    fail "prophet-run mpirun-like launcher failed"
-for i in 0 1; do
-    grep -qx "LD_PRELOAD=$lib" "$tmp/w/worker.$i" || fail "mpirun worker $i: LD_PRELOAD not forwarded"
-    grep -qx "mapped=$lib" "$tmp/w/worker.$i" || fail "mpirun worker $i: libprophet.so not loaded"
-    grep -q "^PROPHET_" "$tmp/w/worker.$i" && fail "mpirun worker $i: got a variable not named with -x"
-done
-echo "mpirun-like: ok"
+launch mpirun "$run" --log "$tmp/logs" "$fl" mpirun -x LD_PRELOAD -x PROPHET_LOG -np 2 "$rec" "$tmp/w"
+worker_has mpirun "LD_PRELOAD=$lib"
+worker_has mpirun "mapped=$lib"
+worker_has mpirun "PROPHET_LOG=$(cd "$tmp/logs" && pwd -P)"
+launch mpirun-without-x "$run" "$fl" mpirun -np 2 "$rec" "$tmp/w"
+worker_has mpirun-without-x "LD_PRELOAD="
+worker_lacks mpirun-without-x "^mapped="
+echo "mpirun: ok (without -x LD_PRELOAD the workers get no preload)"
+
+# Slurm: srun --export=ALL (the default) forwards everything; a list forwards what it names.
+launch srun-all "$run" "$fl" srun --export=ALL -n 2 "$rec" "$tmp/w"
+worker_has srun-all "mapped=$lib"
+launch srun-list "$run" --observe "$fl" srun --export=LD_PRELOAD -n 2 "$rec" "$tmp/w"
+worker_has srun-list "mapped=$lib"
+worker_lacks srun-list "^PROPHET_"
+echo "srun: ok"
+
+# prophet-run called through a link elsewhere (e.g. /usr/local/bin -> the install prefix)
+mkdir -p "$tmp/bin" && ln -s "$(cd "$(dirname "$run")" && pwd -P)/prophet-run" "$tmp/bin/prophet-run"
+launch link "$tmp/bin/prophet-run" "$fl" horovodrun -np 2 "$rec" "$tmp/w"
+worker_has link "mapped=$lib"
+echo "through a link: ok"
 
 # The emulated job: intercepted on every rank, observe-only, logs written.
 env LD_LIBRARY_PATH="$build/lib/emu" PROPHET_DEBUG=INFO PROPHET_GATE=block \

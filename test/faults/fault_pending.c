@@ -8,8 +8,9 @@
  * test cannot pass vacuously).
  * Each rank first runs WARM iterations of K all-reduces (checked exactly) so that the preload
  * learns the sequence and agrees a plan, then issues the first K/2 calls of one more iteration and
- * tears down. It prints how many of those calls were still held (unreduced after a stream
- * synchronisation) and how long the teardown took. Exit 0 = every rank behaved. */
+ * tears down. It prints how many of those calls were still held when the teardown began (issued
+ * but not yet in the emulated NCCL, emu_held_now) and how long the teardown took. Exit 0 =
+ * every rank behaved. */
 #include <string.h>
 
 #include "fault_cluster.h"
@@ -30,14 +31,17 @@ static size_t count_of(int k)
     return BASE_COUNT + (size_t)k * 129;
 }
 
-static int iteration(int rank, int nranks, ncclComm_t comm, CUstream s, CUdeviceptr *buf, float *h,
-                     int iter, int ncalls)
+static int iteration(int rank, int nranks, struct emu_held_count *held, CUstream s, CUdeviceptr *buf,
+                     float *h, int iter, int ncalls)
 {
+    ncclComm_t comm = held->comm;
+
     for (int k = 0; k < ncalls; k++) {
         if (fault_fill(rank, k, iter, buf[k], h, count_of(k)))
             return 1;
         FAULT_NCCL(rank, ncclAllReduce((void *)buf[k], (void *)buf[k], count_of(k), ncclFloat32,
                                        ncclSum, comm, s));
+        emu_held_note(held);
     }
     if (ncalls < K)
         return 0;
@@ -57,7 +61,9 @@ static int rank_main(int rank, int nranks, const ncclUniqueId *ids, void *arg)
     ncclComm_t comm;
     CUdeviceptr buf[K];
     float *h = malloc(count_of(K) * sizeof(float));
-    int held = 0, half = K / 2, aborts;
+    struct emu_held_count fh = {0};
+    long long held;
+    int half = K / 2, aborts;
     double t0, dt;
     ncclResult_t rc;
 
@@ -66,15 +72,13 @@ static int rank_main(int rank, int nranks, const ncclUniqueId *ids, void *arg)
     for (int k = 0; k < K; k++)
         FAULT_CU(rank, cuMemAlloc(&buf[k], count_of(k) * sizeof(float)));
     FAULT_NCCL(rank, ncclCommInitRank(&comm, nranks, ids[0], rank));
+    fh.comm = comm;
     for (int it = 0; it < WARM; it++)
-        if (iteration(rank, nranks, comm, s, buf, h, it, K))
+        if (iteration(rank, nranks, &fh, s, buf, h, it, K))
             return 1;
-    if (iteration(rank, nranks, comm, s, buf, h, WARM, half))
+    if (iteration(rank, nranks, &fh, s, buf, h, WARM, half))
         return 1;
-    /* the caller's stream has no gate for a held call: this returns, and the data shows it */
-    FAULT_CU(rank, cuStreamSynchronize(s));
-    for (int k = 0; k < half; k++)
-        held += fault_unreduced(rank, k, WARM, buf[k], h, count_of(k)) == count_of(k);
+    held = emu_held_now(&fh);
 
     if (p->need_held && held == 0) {
         fprintf(stderr, "fault: rank %d: no call was held: nothing pending to test\n", rank);
@@ -84,7 +88,7 @@ static int rank_main(int rank, int nranks, const ncclUniqueId *ids, void *arg)
     t0 = fault_now_s();
     rc = aborts ? ncclCommAbort(comm) : ncclCommDestroy(comm);
     dt = fault_now_s() - t0;
-    printf("fault: rank %d: %d of %d calls held; %s returned %s after %.3f s\n", rank, held, half,
+    printf("fault: rank %d: %lld of %d calls held; %s returned %s after %.3f s\n", rank, held, half,
            aborts ? "ncclCommAbort" : "ncclCommDestroy", ncclGetErrorString(rc), dt);
     fflush(stdout);
     if (how == DESTROY) {

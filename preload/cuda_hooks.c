@@ -1,0 +1,309 @@
+/* The CUDA driver entry points that record, wait on, query or synchronise events and streams, and
+ * those that enqueue work on a stream (cuda_hook_table.h): exported wrappers with the driver's
+ * exact names and prototypes (an entry-point file, like interpose_*.c). docs/design.md,
+ * "Interception of the CUDA driver".
+ *
+ * A wrapper's fast path is one relaxed atomic load (prophet_hold_armed(): nothing held anywhere)
+ * and the driver call. Otherwise it asks the holding engine (cuda_hold.h) what its kind requires,
+ * and calls the driver unless the engine handled the call; the driver call itself runs "inside"
+ * (prophet_hold_enter/leave), so that a driver forwarding one entry point to another is not seen
+ * twice. Stream creation is told to the engine whether or not anything is held.
+ *
+ * The driver's own functions are resolved lazily, per entry: from the answer that handed the
+ * wrapper out (dlsym of the driver's handle, cuGetProcAddress), else the next definition after this
+ * library (a program linked to libcuda.so.1), else cuda_driver.c's handle of PROPHET_CUDA_LIB. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "cuda_hold.h"
+#include "cuda_hooks.h"
+#include "cuda_driver.h"
+#include "cuda_hook_names.h"
+#include "dlsym_real.h"
+#include "export.h"
+#include "init.h"
+#include "log_line.h"
+#include "settings.h"
+#define PROPHET_CUDA_HOOK_UNDEF /* the wrappers define cuda.h's renamed names themselves */
+#include "cuda_hook_table.h"
+
+#define PROPHET_CUHOOK_DECLARE(sym, proc, kind, ptsz, cur, params, args, a, b)                     \
+    typedef CUresult(*prophet_cuhook_fn_##sym) params;                                             \
+    PROPHET_EXPORT CUresult sym params;
+PROPHET_CUDA_HOOKS(PROPHET_CUHOOK_DECLARE)
+#undef PROPHET_CUHOOK_DECLARE
+
+static void *const prophet_cuhook_wrapper[PROPHET_CUHOOK_COUNT] = {
+#define PROPHET_CUHOOK_ADDR(sym, ...) (void *)&sym,
+    PROPHET_CUDA_HOOKS(PROPHET_CUHOOK_ADDR)
+#undef PROPHET_CUHOOK_ADDR
+};
+
+static void *_Atomic prophet_cuhook_real_fn[PROPHET_CUHOOK_COUNT];
+static atomic_int prophet_cuhook_warned[PROPHET_CUHOOK_COUNT];
+
+/* prophet_cfg (PROPHET_DEBUG, PROPHET_CUDA_LIB): a process reaches the driver before NCCL, whose
+ * first call runs the rest of prophet_init. */
+static void prophet_cuhook_init(void)
+{
+    prophet_init_config();
+}
+
+static int prophet_cuhook_is_wrapper(const void *p)
+{
+    for (int i = 0; i < PROPHET_CUHOOK_COUNT; i++)
+        if (prophet_cuhook_wrapper[i] == p)
+            return 1;
+    return 0;
+}
+
+/* The first real function found for an entry stays. */
+static void *prophet_cuhook_set_real(int i, void *p)
+{
+    void *expected = NULL;
+
+    if (!atomic_compare_exchange_strong(&prophet_cuhook_real_fn[i], &expected, p))
+        return expected;
+    return p;
+}
+
+static void *prophet_cuhook_resolve(int i)
+{
+    const char *name = prophet_cuhook_name(i);
+    void *p = atomic_load_explicit(&prophet_cuhook_real_fn[i], memory_order_acquire);
+    void *h;
+
+    if (p)
+        return p;
+    p = prophet_dlsym_real(RTLD_NEXT, name);
+    if (!p) {
+        prophet_cuhook_init();
+        h = prophet_cuda_handle();
+        p = h ? prophet_dlsym_real(h, name) : NULL;
+    }
+    if (!p || prophet_cuhook_is_wrapper(p))
+        return NULL;
+    return prophet_cuhook_set_real(i, p);
+}
+
+static inline void *prophet_cuhook_real(int i)
+{
+    void *p = atomic_load_explicit(&prophet_cuhook_real_fn[i], memory_order_relaxed);
+    return p ? p : prophet_cuhook_resolve(i);
+}
+
+static CUresult prophet_cuhook_missing(int i)
+{
+    prophet_cuhook_init();
+    if (!atomic_exchange(&prophet_cuhook_warned[i], 1))
+        prophet_msg(PROPHET_LOG_WARN, "%s is not in the CUDA driver: CUDA_ERROR_NOT_FOUND",
+                    prophet_cuhook_name(i));
+    return CUDA_ERROR_NOT_FOUND;
+}
+
+void *prophet_cuhook_dlsym(int i, void *found)
+{
+    const char *how = "driver's";
+
+    if (!found)
+        return NULL;
+    prophet_cuhook_init();
+    if (prophet_cfg.disable) /* PROPHET_DISABLE=1: the driver's own function, or none */
+        return found == prophet_cuhook_wrapper[i] ? prophet_cuhook_resolve(i) : found;
+    if (found == prophet_cuhook_wrapper[i]) {
+        /* the lookup found this library's export: hand it out only if a driver has the name */
+        how = "next";
+        if (!prophet_cuhook_resolve(i)) {
+            prophet_msg(PROPHET_LOG_TRACE, "dlsym(%s): not in the CUDA driver",
+                        prophet_cuhook_name(i));
+            return NULL;
+        }
+    } else {
+        prophet_cuhook_set_real(i, found);
+    }
+    prophet_msg(PROPHET_LOG_TRACE, "dlsym(%s): wrapper (%s symbol)", prophet_cuhook_name(i), how);
+    return prophet_cuhook_wrapper[i];
+}
+
+/* cuGetProcAddress answered `p` for `symbol`: the wrapper of the exported symbol at p (the flavour
+ * and version the driver chose), or, when p is none of the driver's exports, the wrapper of the
+ * symbol cuda.h maps the name to in the flavour asked; names not wrapped pass unchanged. */
+static void *prophet_cuhook_procaddr(const char *symbol, void *p, int version, cuuint64_t flags)
+{
+    int ptsz = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
+    const char *how = "driver's";
+    Dl_info info;
+    int i = -1;
+
+    if (!p || !symbol || prophet_cfg.disable)
+        return p;
+    if (prophet_cuhook_is_wrapper(p)) {
+        i = -2;
+    } else {
+        if (dladdr(p, &info) && info.dli_saddr == p && info.dli_sname) {
+            i = prophet_cuhook_find(info.dli_sname);
+            if (i >= 0 && !prophet_cuhook_same_proc(i, symbol))
+                i = -1;
+        }
+        if (i >= 0) {
+            prophet_cuhook_set_real(i, p);
+            p = prophet_cuhook_wrapper[i];
+        } else if ((i = prophet_cuhook_find_current(symbol, ptsz)) >= 0) {
+            how = "cuda.h's";
+            p = prophet_cuhook_wrapper[i];
+        }
+    }
+    if (i == -1)
+        prophet_msg(PROPHET_LOG_TRACE, "cuGetProcAddress(%s, version %d, flags %llu): driver's",
+                    symbol, version, (unsigned long long)flags);
+    else
+        prophet_msg(PROPHET_LOG_TRACE,
+                    "cuGetProcAddress(%s, version %d, flags %llu): wrapper %s (%s symbol)", symbol,
+                    version, (unsigned long long)flags, i >= 0 ? prophet_cuhook_name(i) : "",
+                    i >= 0 ? how : "already");
+    return p;
+}
+
+/* ---- what each kind asks the engine (cuda_hold.h) --------------------------------------------
+ * PRE: 1 when the engine handled the call (*rcp is the result); POST: after the driver call;
+ * POST_ALWAYS: POST runs on the fast path too. */
+#define PROPHET_CUHOOK_PRE_RECORD(ptsz, a, b, rcp)                                                 \
+    prophet_hold_event_record((a), (b), (ptsz), (rcp))
+#define PROPHET_CUHOOK_PRE_WAIT(ptsz, a, b, rcp)                                                   \
+    prophet_hold_stream_wait_event((a), (b), (ptsz), (rcp))
+#define PROPHET_CUHOOK_PRE_WORK(ptsz, a, b, rcp) (prophet_hold_stream_work((a), (ptsz)), 0)
+#define PROPHET_CUHOOK_PRE_CAPTURE_BEGIN PROPHET_CUHOOK_PRE_WORK
+#define PROPHET_CUHOOK_PRE_SYNC_WORK(ptsz, a, b, rcp)                                              \
+    (prophet_hold_stream_work(NULL, (ptsz)), prophet_hold_stream_sync(NULL, (ptsz)), 0)
+#define PROPHET_CUHOOK_PRE_EVENT_QUERY(ptsz, a, b, rcp) prophet_hold_event_query((a), (rcp))
+#define PROPHET_CUHOOK_PRE_STREAM_QUERY(ptsz, a, b, rcp)                                           \
+    prophet_hold_stream_query((a), (ptsz), (rcp))
+#define PROPHET_CUHOOK_PRE_ELAPSED(ptsz, a, b, rcp) prophet_hold_event_elapsed((a), (b), (rcp))
+#define PROPHET_CUHOOK_PRE_EVENT_SYNC(ptsz, a, b, rcp) (prophet_hold_event_sync(a), 0)
+#define PROPHET_CUHOOK_PRE_STREAM_SYNC(ptsz, a, b, rcp) (prophet_hold_stream_sync((a), (ptsz)), 0)
+#define PROPHET_CUHOOK_PRE_CTX_SYNC(ptsz, a, b, rcp) (prophet_hold_ctx_sync(), 0)
+#define PROPHET_CUHOOK_PRE_EVENT_DESTROY(ptsz, a, b, rcp) prophet_hold_event_destroy((a), (rcp))
+#define PROPHET_CUHOOK_PRE_STREAM_DESTROY(ptsz, a, b, rcp) prophet_hold_stream_destroy((a), (rcp))
+#define PROPHET_CUHOOK_PRE_STREAM_CREATE(ptsz, a, b, rcp) 0
+#define PROPHET_CUHOOK_PRE_OTHER(ptsz, a, b, rcp) 0
+
+#define PROPHET_CUHOOK_POST_ALWAYS_STREAM_CREATE 1
+#define PROPHET_CUHOOK_POST_STREAM_CREATE(rc, a, b)                                                \
+    do {                                                                                           \
+        if ((rc) == CUDA_SUCCESS && (a))                                                           \
+            prophet_hold_stream_created(*(a), (b));                                                \
+    } while (0)
+#define PROPHET_CUHOOK_POST_NONE(rc, a, b) ((void)0)
+#define PROPHET_CUHOOK_POST_RECORD PROPHET_CUHOOK_POST_NONE
+#define PROPHET_CUHOOK_POST_WAIT PROPHET_CUHOOK_POST_NONE
+#define PROPHET_CUHOOK_POST_WORK PROPHET_CUHOOK_POST_NONE
+#define PROPHET_CUHOOK_POST_CAPTURE_BEGIN PROPHET_CUHOOK_POST_NONE
+#define PROPHET_CUHOOK_POST_SYNC_WORK PROPHET_CUHOOK_POST_NONE
+#define PROPHET_CUHOOK_POST_EVENT_QUERY PROPHET_CUHOOK_POST_NONE
+#define PROPHET_CUHOOK_POST_STREAM_QUERY PROPHET_CUHOOK_POST_NONE
+#define PROPHET_CUHOOK_POST_ELAPSED PROPHET_CUHOOK_POST_NONE
+#define PROPHET_CUHOOK_POST_EVENT_SYNC PROPHET_CUHOOK_POST_NONE
+#define PROPHET_CUHOOK_POST_STREAM_SYNC PROPHET_CUHOOK_POST_NONE
+#define PROPHET_CUHOOK_POST_CTX_SYNC PROPHET_CUHOOK_POST_NONE
+#define PROPHET_CUHOOK_POST_EVENT_DESTROY PROPHET_CUHOOK_POST_NONE
+#define PROPHET_CUHOOK_POST_STREAM_DESTROY PROPHET_CUHOOK_POST_NONE
+#define PROPHET_CUHOOK_POST_OTHER PROPHET_CUHOOK_POST_NONE
+#define PROPHET_CUHOOK_POST_ALWAYS_RECORD 0
+#define PROPHET_CUHOOK_POST_ALWAYS_WAIT 0
+#define PROPHET_CUHOOK_POST_ALWAYS_WORK 0
+#define PROPHET_CUHOOK_POST_ALWAYS_CAPTURE_BEGIN 0
+#define PROPHET_CUHOOK_POST_ALWAYS_SYNC_WORK 0
+#define PROPHET_CUHOOK_POST_ALWAYS_EVENT_QUERY 0
+#define PROPHET_CUHOOK_POST_ALWAYS_STREAM_QUERY 0
+#define PROPHET_CUHOOK_POST_ALWAYS_ELAPSED 0
+#define PROPHET_CUHOOK_POST_ALWAYS_EVENT_SYNC 0
+#define PROPHET_CUHOOK_POST_ALWAYS_STREAM_SYNC 0
+#define PROPHET_CUHOOK_POST_ALWAYS_CTX_SYNC 0
+#define PROPHET_CUHOOK_POST_ALWAYS_EVENT_DESTROY 0
+#define PROPHET_CUHOOK_POST_ALWAYS_STREAM_DESTROY 0
+#define PROPHET_CUHOOK_POST_ALWAYS_OTHER 0
+
+#define PROPHET_CUHOOK_DEFINE(sym, proc, kind, ptsz, cur, params, args, a, b)                      \
+    PROPHET_CUHOOK_DEFINE_##kind(sym, kind, ptsz, params, args, a, b)
+#define PROPHET_CUHOOK_DEFINE_PROCADDR(...) /* written out below */
+#define PROPHET_CUHOOK_GENERIC(sym, kind, ptsz, params, args, a, b)                                \
+    CUresult sym params                                                                            \
+    {                                                                                              \
+        prophet_cuhook_fn_##sym real_ =                                                            \
+            (prophet_cuhook_fn_##sym)prophet_cuhook_real(PROPHET_CUHOOK_##sym);                    \
+        CUresult rc_ = CUDA_SUCCESS;                                                               \
+                                                                                                   \
+        if (!real_)                                                                                \
+            return prophet_cuhook_missing(PROPHET_CUHOOK_##sym);                                   \
+        if (!prophet_hold_armed() || prophet_hold_inside()) {                                      \
+            if (!PROPHET_CUHOOK_POST_ALWAYS_##kind)                                                \
+                return real_ args;                                                                 \
+            rc_ = real_ args;                                                                      \
+        } else {                                                                                   \
+            if (PROPHET_CUHOOK_PRE_##kind(ptsz, a, b, &rc_))                                       \
+                return rc_;                                                                        \
+            prophet_hold_enter();                                                                  \
+            rc_ = real_ args;                                                                      \
+            prophet_hold_leave();                                                                  \
+        }                                                                                          \
+        PROPHET_CUHOOK_POST_##kind(rc_, a, b);                                                     \
+        return rc_;                                                                                \
+    }
+#define PROPHET_CUHOOK_DEFINE_RECORD PROPHET_CUHOOK_GENERIC
+#define PROPHET_CUHOOK_DEFINE_WAIT PROPHET_CUHOOK_GENERIC
+#define PROPHET_CUHOOK_DEFINE_WORK PROPHET_CUHOOK_GENERIC
+#define PROPHET_CUHOOK_DEFINE_CAPTURE_BEGIN PROPHET_CUHOOK_GENERIC
+#define PROPHET_CUHOOK_DEFINE_SYNC_WORK PROPHET_CUHOOK_GENERIC
+#define PROPHET_CUHOOK_DEFINE_EVENT_QUERY PROPHET_CUHOOK_GENERIC
+#define PROPHET_CUHOOK_DEFINE_STREAM_QUERY PROPHET_CUHOOK_GENERIC
+#define PROPHET_CUHOOK_DEFINE_ELAPSED PROPHET_CUHOOK_GENERIC
+#define PROPHET_CUHOOK_DEFINE_EVENT_SYNC PROPHET_CUHOOK_GENERIC
+#define PROPHET_CUHOOK_DEFINE_STREAM_SYNC PROPHET_CUHOOK_GENERIC
+#define PROPHET_CUHOOK_DEFINE_CTX_SYNC PROPHET_CUHOOK_GENERIC
+#define PROPHET_CUHOOK_DEFINE_EVENT_DESTROY PROPHET_CUHOOK_GENERIC
+#define PROPHET_CUHOOK_DEFINE_STREAM_DESTROY PROPHET_CUHOOK_GENERIC
+#define PROPHET_CUHOOK_DEFINE_STREAM_CREATE PROPHET_CUHOOK_GENERIC
+#define PROPHET_CUHOOK_DEFINE_OTHER PROPHET_CUHOOK_GENERIC
+
+PROPHET_CUDA_HOOKS(PROPHET_CUHOOK_DEFINE)
+
+/* ---- cuGetProcAddress: the CUDA runtime's way to every entry point ----------------------------
+ * The runtime dlsyms cuGetProcAddress_v2 (answered by cuda_dlsym.c with the wrapper below), asks
+ * it for "cuGetProcAddress" (answered with this wrapper again) and from then on asks per function
+ * and stream flavour: each answer is swapped for the wrapper of the same symbol. */
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult *symbolStatus)
+{
+    prophet_cuhook_fn_cuGetProcAddress_v2 real_ =
+        (prophet_cuhook_fn_cuGetProcAddress_v2)prophet_cuhook_real(
+            PROPHET_CUHOOK_cuGetProcAddress_v2);
+    CUresult rc;
+
+    if (!real_)
+        return prophet_cuhook_missing(PROPHET_CUHOOK_cuGetProcAddress_v2);
+    rc = real_(symbol, pfn, cudaVersion, flags, symbolStatus);
+    if (rc == CUDA_SUCCESS && pfn) {
+        prophet_cuhook_init();
+        *pfn = prophet_cuhook_procaddr(symbol, *pfn, cudaVersion, flags);
+    }
+    return rc;
+}
+
+/* The legacy form (CUDA 11.3 - 11.8), without the symbol status. */
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+{
+    prophet_cuhook_fn_cuGetProcAddress real_ =
+        (prophet_cuhook_fn_cuGetProcAddress)prophet_cuhook_real(PROPHET_CUHOOK_cuGetProcAddress);
+    CUresult rc;
+
+    if (!real_)
+        return prophet_cuhook_missing(PROPHET_CUHOOK_cuGetProcAddress);
+    rc = real_(symbol, pfn, cudaVersion, flags);
+    if (rc == CUDA_SUCCESS && pfn) {
+        prophet_cuhook_init();
+        *pfn = prophet_cuhook_procaddr(symbol, *pfn, cudaVersion, flags);
+    }
+    return rc;
+}
