@@ -1,7 +1,12 @@
 /* Communicator life cycle: creation registers the state (id = creation order), destruction is a
  * program-order point (held work released first; Abort/Revoke drop it, as NCCL drops the comm's
  * work). Real NCCL results are returned unchanged. */
-#include "prophet_preload.h"
+#include "comm_life.h"
+#include "comm_state.h"
+#include "export.h"
+#include "init.h"
+#include "nccl_symbols.h"
+#include "schedule.h"
 
 #define PROPHET_REAL(fn, ...)                                                                      \
     (prophet_nccl.fn ? prophet_nccl.fn(__VA_ARGS__) : prophet_nccl_missing("nccl" #fn))
