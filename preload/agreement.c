@@ -8,30 +8,37 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "prophet_preload.h"
+#include "agreement.h"
+#include "comm_state.h"
+#include "cuda_driver.h"
+#include "log_bridge.h"
+#include "log_line.h"
+#include "nccl_symbols.h"
+#include "readiness_poller.h"
+#include "settings.h"
 
 static void prophet_agreement_install(prophet_comm_t *c, uint64_t iteration)
 {
     prophet_plan_t *plan;
     CUresult rc;
 
-    c->plan_pending = 0;
+    c->agree.plan_pending = 0;
     /* a bounded wait at a program-order point: the broadcast was issued two iterations ago */
-    if ((rc = prophet_cu.EventSynchronize(c->plan_event)) != CUDA_SUCCESS) {
+    if ((rc = prophet_cu.EventSynchronize(c->agree.plan_event)) != CUDA_SUCCESS) {
         prophet_comm_fail(c, "waiting for the plan broadcast", rc);
         return;
     }
     plan = calloc(1, sizeof(*plan));
     if (!plan)
         return; /* cannot happen in practice; treated like a rejected plan on this rank only */
-    if (prophet_plan_unpack(plan, c->plan_host, PROPHET_PLAN_WIRE_BYTES) < 0 ||
+    if (prophet_plan_unpack(plan, c->agree.plan_host, PROPHET_PLAN_WIRE_BYTES) < 0 ||
         plan->n_calls == 0) {
         prophet_msg(PROPHET_LOG_INFO, "comm %lu iteration %lu: no plan from rank 0 yet",
                     (unsigned long)c->id, (unsigned long)iteration);
         goto out;
     }
-    if (plan->n_calls != c->agree_n || plan->sig_hash != c->agree_hash ||
-        prophet_engine_set_plan(c->engine, plan) != 0) {
+    if (plan->n_calls != c->agree.agree_n || plan->sig_hash != c->agree.agree_hash ||
+        prophet_engine_set_plan(c->models.engine, plan) != 0) {
         c->stats.plan_rejects++;
         prophet_msg(PROPHET_LOG_INFO,
                     "comm %lu iteration %lu: plan v%u does not match the calls here; built-in "
@@ -39,7 +46,7 @@ static void prophet_agreement_install(prophet_comm_t *c, uint64_t iteration)
                     (unsigned long)c->id, (unsigned long)iteration, plan->version);
         goto out;
     }
-    c->have_plan = 1;
+    c->agree.have_plan = 1;
     c->stats.plans++;
     prophet_msg(PROPHET_LOG_INFO,
                 "comm %lu iteration %lu: plan v%u agreed (%s, %u calls in %u blocks, predicted "
@@ -55,9 +62,9 @@ out:
 /* Rank 0: packs its plan (or an empty one) into the broadcast buffer. */
 static void prophet_agreement_pack(prophet_comm_t *c)
 {
-    const prophet_profile_t *prof = prophet_learner_profile(c->learner);
+    const prophet_profile_t *prof = prophet_learner_profile(c->models.learner);
     prophet_planner_opts_t po = {
-        .policy = prophet_cfg.policy_set ? prophet_cfg.policy : prophet_policy_default(),
+        .policy = prophet_cfg_policy(),
         .fusion_bytes = prophet_cfg.fusion_bytes,
         .cycle_us = prophet_cfg.cycle_us,
         .bucket_bytes = prophet_cfg.bucket_bytes,
@@ -67,16 +74,17 @@ static void prophet_agreement_pack(prophet_comm_t *c)
     prophet_plan_t *plan = calloc(1, sizeof(*plan));
     prophet_net_t net;
 
-    memset(c->plan_host, 0, PROPHET_PLAN_WIRE_BYTES);
+    memset(c->agree.plan_host, 0, PROPHET_PLAN_WIRE_BYTES);
     if (!plan)
         return;
-    prophet_netmodel_get(c->net, &net);
-    if (prof && prof->n_calls == c->agree_n && prophet_plan_make(&po, prof, &net, plan) == 0) {
-        plan->version = ++c->plan_version;
-        plan->n_calls = c->agree_n;
-        plan->sig_hash = c->agree_hash; /* the hash every rank computes the same way */
-        if (prophet_plan_pack(plan, c->plan_host, PROPHET_PLAN_WIRE_BYTES) < 0)
-            memset(c->plan_host, 0, PROPHET_PLAN_WIRE_BYTES);
+    prophet_netmodel_get(c->models.net, &net);
+    if (prof && prof->n_calls == c->agree.agree_n &&
+        prophet_plan_make(&po, prof, &net, plan) == 0) {
+        plan->version = ++c->agree.plan_version;
+        plan->n_calls = c->agree.agree_n;
+        plan->sig_hash = c->agree.agree_hash; /* the hash every rank computes the same way */
+        if (prophet_plan_pack(plan, c->agree.plan_host, PROPHET_PLAN_WIRE_BYTES) < 0)
+            memset(c->agree.plan_host, 0, PROPHET_PLAN_WIRE_BYTES);
     }
     free(plan);
 }
@@ -88,14 +96,15 @@ static void prophet_agreement_broadcast(prophet_comm_t *c, uint64_t iteration)
     ncclResult_t nrc;
     CUresult rc;
 
-    c->agree_n = c->seq_n_last;
-    c->agree_hash = c->seq_hash_last;
+    c->agree.agree_n = c->order.seq_n_last;
+    c->agree.agree_hash = c->order.seq_hash_last;
     if (c->rank == 0 && !c->passthrough)
         prophet_agreement_pack(c);
     else if (c->rank == 0)
-        memset(c->plan_host, 0, PROPHET_PLAN_WIRE_BYTES);
-    nrc = prophet_nccl.Broadcast((void *)(uintptr_t)c->plan_dev, (void *)(uintptr_t)c->plan_dev,
-                                 PROPHET_PLAN_WIRE_BYTES, ncclUint8, 0, c->handle, c->x);
+        memset(c->agree.plan_host, 0, PROPHET_PLAN_WIRE_BYTES);
+    nrc = prophet_nccl.Broadcast((void *)(uintptr_t)c->agree.plan_dev,
+                                 (void *)(uintptr_t)c->agree.plan_dev, PROPHET_PLAN_WIRE_BYTES,
+                                 ncclUint8, 0, c->handle, c->gpu.x);
     if (nrc != ncclSuccess) {
         prophet_msg(PROPHET_LOG_WARN, "comm %lu: plan broadcast failed (%s); passthrough",
                     (unsigned long)c->id,
@@ -105,13 +114,13 @@ static void prophet_agreement_broadcast(prophet_comm_t *c, uint64_t iteration)
     }
     if (c->passthrough)
         return; /* took part in the broadcast; installs nothing */
-    if ((rc = prophet_cu.EventRecord(c->plan_event, c->x)) != CUDA_SUCCESS) {
+    if ((rc = prophet_cu.EventRecord(c->agree.plan_event, c->gpu.x)) != CUDA_SUCCESS) {
         prophet_comm_fail(c, "cuEventRecord(plan)", rc);
         return;
     }
-    c->plan_pending = 1;
-    c->plan_apply_iter = iteration + 2;
-    prophet_netmodel_get(c->net, &net);
+    c->agree.plan_pending = 1;
+    c->agree.plan_apply_iter = iteration + 2;
+    prophet_netmodel_get(c->models.net, &net);
     probe = prophet_poller_probe_Bps();
     if (probe >= 0)
         prophet_msg(PROPHET_LOG_INFO,
@@ -134,12 +143,13 @@ void prophet_agreement_step(prophet_comm_t *c, uint64_t iteration)
 {
     if (c->setup <= 0)
         return;
-    if (c->plan_pending && iteration >= c->plan_apply_iter)
+    if (c->agree.plan_pending && iteration >= c->agree.plan_apply_iter)
         prophet_agreement_install(c, iteration);
-    if (iteration < c->next_agree_iter)
+    if (iteration < c->agree.next_agree_iter)
         return;
-    c->next_agree_iter = iteration + (prophet_cfg.replan_iters ? prophet_cfg.replan_iters : 1);
-    if (c->plan_pending)
+    c->agree.next_agree_iter =
+        iteration + (prophet_cfg.replan_iters ? prophet_cfg.replan_iters : 1);
+    if (c->agree.plan_pending)
         return; /* the previous broadcast is not installed yet: skipped alike on every rank */
     prophet_agreement_broadcast(c, iteration);
 }

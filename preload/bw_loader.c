@@ -4,6 +4,7 @@
  * it cannot be loaded, prophet_bw_open() returns NULL with the loader's reason. */
 #define _GNU_SOURCE
 #include "prophet/bw.h"
+#include "dlsym_real.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

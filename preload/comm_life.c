@@ -14,7 +14,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "prophet_preload.h"
+#include "comm_life.h"
+#include "cuda_hold.h"
+#include "comm_state.h"
+#include "cuda_driver.h"
+#include "init.h"
+#include "log_bridge.h"
+#include "log_line.h"
+#include "nccl_symbols.h"
+#include "readiness_poller.h"
+#include "release.h"
+#include "settings.h"
 
 #define PROPHET_HOSTMEM_BYTES (256 + PROPHET_PLAN_WIRE_BYTES)
 #define PROPHET_VOTE_OFFSET 128 /* the setup vote's word, after the gate word */
@@ -87,26 +97,26 @@ static int prophet_comm_setup_cuda(prophet_comm_t *c)
         if ((rc = (call)) != CUDA_SUCCESS)                                                         \
             goto fail;                                                                             \
     } while (0)
-    PROPHET_TRY(prophet_cu.CtxGetCurrent(&c->ctx), "cuCtxGetCurrent");
+    PROPHET_TRY(prophet_cu.CtxGetCurrent(&c->gpu.ctx), "cuCtxGetCurrent");
     what = "a current CUDA context";
     rc = CUDA_ERROR_INVALID_CONTEXT;
-    if (!c->ctx)
+    if (!c->gpu.ctx)
         goto fail;
-    PROPHET_TRY(prophet_cu.StreamCreate(&c->x, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+    PROPHET_TRY(prophet_cu.StreamCreate(&c->gpu.x, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
     PROPHET_TRY(prophet_cu.MemHostAlloc(&mem, PROPHET_HOSTMEM_BYTES,
                                         CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE),
                 "cuMemHostAlloc");
     memset(mem, 0, PROPHET_HOSTMEM_BYTES);
-    c->gate_host = mem;
-    c->plan_host = (char *)mem + 256;
-    PROPHET_TRY(prophet_cu.MemHostGetDevicePointer(&c->gate_dev, mem, 0),
+    c->gpu.gate_host = mem;
+    c->agree.plan_host = (char *)mem + 256;
+    PROPHET_TRY(prophet_cu.MemHostGetDevicePointer(&c->gpu.gate_dev, mem, 0),
                 "cuMemHostGetDevicePointer");
-    c->plan_dev = c->gate_dev + 256;
-    PROPHET_TRY(prophet_cu.EventCreate(&c->plan_event, CU_EVENT_DEFAULT), "cuEventCreate");
-    PROPHET_TRY(prophet_cu.EventCreate(&c->base_event, CU_EVENT_DEFAULT), "cuEventCreate");
+    c->agree.plan_dev = c->gpu.gate_dev + 256;
+    PROPHET_TRY(prophet_cu.EventCreate(&c->agree.plan_event, CU_EVENT_DEFAULT), "cuEventCreate");
+    PROPHET_TRY(prophet_cu.EventCreate(&c->gpu.base_event, CU_EVENT_DEFAULT), "cuEventCreate");
     /* X is idle: the base event fires at once, so base_us is its host instant */
-    c->base_us = prophet_now_us();
-    PROPHET_TRY(prophet_cu.EventRecord(c->base_event, c->x), "cuEventRecord");
+    c->gpu.base_us = prophet_now_us();
+    PROPHET_TRY(prophet_cu.EventRecord(c->gpu.base_event, c->gpu.x), "cuEventRecord");
     return 0;
 fail:
     prophet_comm_fail(c, what, rc);
@@ -132,11 +142,11 @@ static int prophet_comm_setup_local(prophet_comm_t *c)
             net0.alpha_us = prophet_cfg.alpha_us;
         net0.source = PROPHET_NET_FIXED;
     }
-    c->learner = prophet_learner_new(&lo);
-    c->net = prophet_netmodel_new(&net0);
-    c->engine = prophet_engine_new();
-    c->seq = calloc(PROPHET_MAX_CALLS, sizeof(*c->seq));
-    if (!c->learner || !c->net || !c->engine || !c->seq) {
+    c->models.learner = prophet_learner_new(&lo);
+    c->models.net = prophet_netmodel_new(&net0);
+    c->models.engine = prophet_engine_new();
+    c->order.seq = calloc(PROPHET_MAX_CALLS, sizeof(*c->order.seq));
+    if (!c->models.learner || !c->models.net || !c->models.engine || !c->order.seq) {
         prophet_msg(PROPHET_LOG_WARN, "comm %lu: out of memory; passthrough", (unsigned long)c->id);
         c->passthrough = 1;
         return -1;
@@ -144,7 +154,7 @@ static int prophet_comm_setup_local(prophet_comm_t *c)
     if (prophet_comm_setup_cuda(c) != 0)
         return -1;
     /* block mode: the first agreement waits for measured readiness (schedule.c) */
-    c->next_agree_iter =
+    c->agree.next_agree_iter =
         prophet_cfg.gate == PROPHET_GATE_HOLD ? UINT64_MAX : prophet_cfg.learn_iters;
     return 0;
 }
@@ -162,9 +172,9 @@ static int prophet_comm_setup_vote(prophet_comm_t *c, CUstream st, int ok)
     CUresult rc;
     void *mem = NULL;
 
-    if (c->gate_host && c->gate_dev) {
-        word = (volatile int32_t *)((char *)c->gate_host + PROPHET_VOTE_OFFSET);
-        dev = c->gate_dev + PROPHET_VOTE_OFFSET;
+    if (c->gpu.gate_host && c->gpu.gate_dev) {
+        word = (volatile int32_t *)((char *)c->gpu.gate_host + PROPHET_VOTE_OFFSET);
+        dev = c->gpu.gate_dev + PROPHET_VOTE_OFFSET;
     } else if ((rc = prophet_cu.MemHostAlloc(
                     &mem, 64, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE)) !=
                    CUDA_SUCCESS ||
@@ -234,15 +244,15 @@ void prophet_comm_retire(prophet_comm_t *c, int abort)
         prophet_release_pending(c);
         /* destroy/finalize is a host-blocking point anyway: let X finish before NCCL tears the
          * comm down (X waits only for ready events of calls already made) */
-        if (c->x)
-            prophet_cu.StreamSynchronize(c->x);
+        if (c->gpu.x)
+            prophet_cu.StreamSynchronize(c->gpu.x);
     } else {
         /* Abort: held calls were never launched and have no gate; they are dropped with the comm */
-        for (uint32_t i = 0; i < c->pending.n; i++)
-            prophet_comm_event_put(c, c->pending.m[i].ready);
-        if (c->pending.n)
-            prophet_hold_block_released(c, ++c->gate_gen, PROPHET_HOLD_DROPPED);
-        c->pending.n = 0;
+        for (uint32_t i = 0; i < c->blocks.pending.n; i++)
+            prophet_comm_event_put(c, c->blocks.pending.m[i].ready);
+        if (c->blocks.pending.n)
+            prophet_hold_block_released(c, ++c->gpu.gate_gen, PROPHET_HOLD_DROPPED);
+        c->blocks.pending.n = 0;
     }
     atomic_store(&c->alive, 0);
     prophet_comm_summary(c);

@@ -7,7 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "prophet_preload.h"
+#include "comm_state.h"
+#include "cuda_driver.h"
+#include "init.h"
+#include "log_line.h"
+#include "settings.h"
 
 static _Atomic(prophet_comm_t *) prophet_comms;
 static _Atomic uint64_t prophet_next_comm_id;
@@ -64,7 +68,7 @@ void prophet_comm_created(ncclComm_t handle, int rank, int nranks, const ncclCon
     if (config && config->blocking != NCCL_CONFIG_UNDEF_INT)
         c->blocking = config->blocking != 0;
     c->passthrough = !c->blocking && prophet_cfg.gate == PROPHET_GATE_HOLD;
-    c->last_index = UINT32_MAX;
+    c->order.last_index = UINT32_MAX;
     c->id = atomic_fetch_add(&prophet_next_comm_id, 1);
     atomic_store(&c->alive, 1);
     head = atomic_load(&prophet_comms);
@@ -89,8 +93,8 @@ CUevent prophet_comm_event_get(prophet_comm_t *c)
     CUevent e = NULL;
     CUresult rc;
 
-    if (c->event_pool_n > 0)
-        return c->event_pool[--c->event_pool_n];
+    if (c->gpu.event_pool_n > 0)
+        return c->gpu.event_pool[--c->gpu.event_pool_n];
     rc = prophet_cu.EventCreate(&e, CU_EVENT_DEFAULT);
     if (rc != CUDA_SUCCESS) {
         prophet_comm_fail(c, "cuEventCreate", rc);
@@ -103,17 +107,17 @@ void prophet_comm_event_put(prophet_comm_t *c, CUevent e)
 {
     if (!e)
         return;
-    if (c->event_pool_n == c->event_pool_cap) {
-        uint32_t cap = c->event_pool_cap ? 2 * c->event_pool_cap : 64;
-        CUevent *p = realloc(c->event_pool, cap * sizeof(*p));
+    if (c->gpu.event_pool_n == c->gpu.event_pool_cap) {
+        uint32_t cap = c->gpu.event_pool_cap ? 2 * c->gpu.event_pool_cap : 64;
+        CUevent *p = realloc(c->gpu.event_pool, cap * sizeof(*p));
         if (!p) {
             prophet_cu.EventDestroy(e);
             return;
         }
-        c->event_pool = p;
-        c->event_pool_cap = cap;
+        c->gpu.event_pool = p;
+        c->gpu.event_pool_cap = cap;
     }
-    c->event_pool[c->event_pool_n++] = e;
+    c->gpu.event_pool[c->gpu.event_pool_n++] = e;
 }
 
 void prophet_comm_summary(prophet_comm_t *c)
@@ -138,38 +142,24 @@ void prophet_comm_summary(prophet_comm_t *c)
  * of the gate stays (callers' streams may still hold waits that read it). */
 void prophet_comm_gpu_release(prophet_comm_t *c)
 {
-    if (c->inflight_head || !c->x)
+    if (c->blocks.inflight_head || !c->gpu.x)
         return;
-    prophet_cu.StreamSynchronize(c->x);
-    prophet_cu.StreamDestroy(c->x);
-    c->x = NULL;
-    while (c->event_pool_n)
-        prophet_cu.EventDestroy(c->event_pool[--c->event_pool_n]);
+    prophet_cu.StreamSynchronize(c->gpu.x);
+    prophet_cu.StreamDestroy(c->gpu.x);
+    c->gpu.x = NULL;
+    while (c->gpu.event_pool_n)
+        prophet_cu.EventDestroy(c->gpu.event_pool[--c->gpu.event_pool_n]);
 }
 
 /* The learner, engine, net model and signature sequence of a retired comm. */
 void prophet_comm_free_models(prophet_comm_t *c)
 {
-    prophet_learner_free(c->learner);
-    prophet_engine_free(c->engine);
-    prophet_netmodel_free(c->net);
-    c->learner = NULL;
-    c->engine = NULL;
-    c->net = NULL;
-    free(c->seq);
-    c->seq = NULL;
-}
-
-const char *prophet_dtype_name(ncclDataType_t t)
-{
-    static const char *const names[ncclNumTypes] = {"int8",    "uint8",    "int32",   "uint32",
-                                                    "int64",   "uint64",   "float16", "float32",
-                                                    "float64", "bfloat16", "fp8e4m3", "fp8e5m2"};
-    return (unsigned)t < ncclNumTypes ? names[t] : "unknown";
-}
-
-size_t prophet_dtype_size(ncclDataType_t t)
-{
-    static const unsigned char sizes[ncclNumTypes] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
-    return (unsigned)t < ncclNumTypes ? sizes[t] : 0;
+    prophet_learner_free(c->models.learner);
+    prophet_engine_free(c->models.engine);
+    prophet_netmodel_free(c->models.net);
+    c->models.learner = NULL;
+    c->models.engine = NULL;
+    c->models.net = NULL;
+    free(c->order.seq);
+    c->order.seq = NULL;
 }

@@ -1,5 +1,5 @@
-/* Every PROPHET_* knob is parsed and validated here, and nowhere else. The table in
- * include/prophet/config.h documents names, defaults and meanings; keep the two in step. */
+/* Every PROPHET_* knob is parsed and validated here, and nowhere else, from the one table
+ * PROPHET_KNOBS in include/prophet/config.h (name, field, type, default, range, help). */
 #include "prophet/config.h"
 
 #include <ctype.h>
@@ -21,29 +21,24 @@ static int prophet_cfg_name_index(const char *v, const char *const *names, int n
     return -1;
 }
 
-static const char *const prophet_policy_names[PROPHET_POLICY_COUNT] = {
-    [PROPHET_POLICY_PASSTHROUGH] = "passthrough", [PROPHET_POLICY_FUSION] = "fusion",
-    [PROPHET_POLICY_BUCKETS] = "buckets",         [PROPHET_POLICY_PROPHET] = "prophet",
-    [PROPHET_POLICY_OPTIMAL] = "optimal",
-};
+static const char *const prophet_names_debug[] = {PROPHET_VALUES_debug(PROPHET_ENUM_NAME)};
+static const char *const prophet_names_policy[] = {PROPHET_VALUES_policy(PROPHET_ENUM_NAME)};
+static const char *const prophet_names_gate[] = {PROPHET_VALUES_gate(PROPHET_ENUM_NAME)};
+static const char *const prophet_names_bwmon[] = {PROPHET_VALUES_bwmon(PROPHET_ENUM_NAME)};
+#define PROPHET_NAMES_COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 const char *prophet_policy_name(prophet_policy_t p)
 {
     if ((unsigned)p >= PROPHET_POLICY_COUNT)
         return "unknown";
-    return prophet_policy_names[p];
+    return prophet_names_policy[p];
 }
-
-static const char *const prophet_gate_names[] = {
-    [PROPHET_GATE_OBSERVE] = "observe",
-    [PROPHET_GATE_HOLD] = "hold",
-};
 
 const char *prophet_gate_name(prophet_gate_mode_t g)
 {
-    if ((unsigned)g >= sizeof(prophet_gate_names) / sizeof(prophet_gate_names[0]))
+    if ((unsigned)g >= (unsigned)PROPHET_NAMES_COUNT(prophet_names_gate))
         return "unknown";
-    return prophet_gate_names[g];
+    return prophet_names_gate[g];
 }
 
 int prophet_policy_from_name(const char *name, prophet_policy_t *out)
@@ -51,7 +46,7 @@ int prophet_policy_from_name(const char *name, prophet_policy_t *out)
     int i;
 
     if (!name || !out ||
-        (i = prophet_cfg_name_index(name, prophet_policy_names, PROPHET_POLICY_COUNT)) < 0)
+        (i = prophet_cfg_name_index(name, prophet_names_policy, PROPHET_POLICY_COUNT)) < 0)
         return -1;
     *out = (prophet_policy_t)i;
     return 0;
@@ -80,12 +75,22 @@ static int prophet_split_number(const char *s, double *value, const char **unit)
     return 0;
 }
 
-static int prophet_unit_scale(const char *unit, const char *const *names, const double *scales,
-                              int n, double *scale)
+typedef struct prophet_unit {
+    const char *name;
+    double scale;
+} prophet_unit_t;
+
+/* A number followed by one of the units (exact spelling): the number times the unit's scale. */
+static int prophet_parse_scaled(const char *s, const prophet_unit_t *units, int n, double *out)
 {
+    double v = 0;
+    const char *unit = NULL;
+
+    if (prophet_split_number(s, &v, &unit) != 0)
+        return -1;
     for (int i = 0; i < n; i++) {
-        if (strcmp(unit, names[i]) == 0) {
-            *scale = scales[i];
+        if (strcmp(unit, units[i].name) == 0) {
+            *out = v * units[i].scale;
             return 0;
         }
     }
@@ -95,25 +100,39 @@ static int prophet_unit_scale(const char *unit, const char *const *names, const 
 int prophet_parse_bandwidth(const char *s, double *Bps)
 {
     /* Bits are decimal (Gbit = 1e9 bit/s); bytes are decimal (GB = 1e9 B/s) unless binary (GiB). */
-    static const char *const names[] = {
-        "",     "B",     "B/s",  "KB",    "KB/s", "MB",    "MB/s", "GB",   "GB/s",
-        "KiB",  "KiB/s", "MiB",  "MiB/s", "GiB",  "GiB/s", "bit",  "bps",  "Kbit",
-        "Kbps", "Mbit",  "Mbps", "Gbit",  "Gbps", "Tbit",  "Tbps", "kbit", "kbps",
+    static const prophet_unit_t units[] = {
+        {"", 1},
+        {"B", 1},
+        {"B/s", 1},
+        {"KB", 1e3},
+        {"KB/s", 1e3},
+        {"MB", 1e6},
+        {"MB/s", 1e6},
+        {"GB", 1e9},
+        {"GB/s", 1e9},
+        {"KiB", 1024.0},
+        {"KiB/s", 1024.0},
+        {"MiB", 1048576.0},
+        {"MiB/s", 1048576.0},
+        {"GiB", 1073741824.0},
+        {"GiB/s", 1073741824.0},
+        {"bit", 0.125},
+        {"bps", 0.125},
+        {"Kbit", 125.0},
+        {"Kbps", 125.0},
+        {"Mbit", 125e3},
+        {"Mbps", 125e3},
+        {"Gbit", 125e6},
+        {"Gbps", 125e6},
+        {"Tbit", 125e9},
+        {"Tbps", 125e9},
+        {"kbit", 125.0},
+        {"kbps", 125.0},
     };
-    static const double scales[] = {
-        1,      1,      1,         1e3,       1e3,          1e6,          1e6,   1e9,   1e9,
-        1024.0, 1024.0, 1048576.0, 1048576.0, 1073741824.0, 1073741824.0, 0.125, 0.125, 125.0,
-        125.0,  125e3,  125e3,     125e6,     125e6,        125e9,        125e9, 125.0, 125.0,
-    };
-    double v = 0, scale = 0;
-    const char *unit = NULL;
+    double v = 0;
 
-    if (!Bps || prophet_split_number(s, &v, &unit) != 0)
-        return -1;
-    if (prophet_unit_scale(unit, names, scales, (int)(sizeof(names) / sizeof(names[0])), &scale))
-        return -1;
-    v *= scale;
-    if (v <= 0 || !isfinite(v))
+    if (!Bps || prophet_parse_scaled(s, units, (int)(sizeof(units) / sizeof(units[0])), &v) != 0 ||
+        v <= 0 || !isfinite(v))
         return -1;
     *Bps = v;
     return 0;
@@ -121,20 +140,27 @@ int prophet_parse_bandwidth(const char *s, double *Bps)
 
 int prophet_parse_bytes(const char *s, uint64_t *bytes)
 {
-    static const char *const names[] = {"",    "B", "K",  "KB",  "KiB", "M",  "MB",
-                                        "MiB", "G", "GB", "GiB", "k",   "kB", "kiB"};
-    static const double scales[] = {1,   1,         1024.0,       1e3, 1024.0,       1048576.0,
-                                    1e6, 1048576.0, 1073741824.0, 1e9, 1073741824.0, 1024.0,
-                                    1e3, 1024.0};
-    double v = 0, scale = 0;
-    const char *unit = NULL;
+    static const prophet_unit_t units[] = {
+        {"", 1},
+        {"B", 1},
+        {"K", 1024.0},
+        {"KB", 1e3},
+        {"KiB", 1024.0},
+        {"M", 1048576.0},
+        {"MB", 1e6},
+        {"MiB", 1048576.0},
+        {"G", 1073741824.0},
+        {"GB", 1e9},
+        {"GiB", 1073741824.0},
+        {"k", 1024.0},
+        {"kB", 1e3},
+        {"kiB", 1024.0},
+    };
+    double v = 0;
 
-    if (!bytes || prophet_split_number(s, &v, &unit) != 0)
-        return -1;
-    if (prophet_unit_scale(unit, names, scales, (int)(sizeof(names) / sizeof(names[0])), &scale))
-        return -1;
-    v *= scale;
-    if (v < 0 || v > 1.8e19)
+    if (!bytes ||
+        prophet_parse_scaled(s, units, (int)(sizeof(units) / sizeof(units[0])), &v) != 0 || v < 0 ||
+        v > 1.8e19)
         return -1;
     *bytes = (uint64_t)llround(v);
     return 0;
@@ -214,77 +240,211 @@ __attribute__((format(printf, 2, 3))) static void prophet_cfg_error(prophet_cfg_
     prophet_cfg_error((e), "prophet: WARN ignoring %s=\"%.200s\": %s; using %s", (name), (val),    \
                       (why), (dflt))
 
+/* The knob table at run time, made from PROPHET_KNOBS. */
+#define PROPHET_KNOB_NAMES_BOOL(field) NULL, 0
+#define PROPHET_KNOB_NAMES_ENUM(field)                                                             \
+    prophet_names_##field, PROPHET_NAMES_COUNT(prophet_names_##field)
+#define PROPHET_KNOB_NAMES_POLICY(field) PROPHET_KNOB_NAMES_ENUM(field)
+#define PROPHET_KNOB_NAMES_U32(field) NULL, 0
+#define PROPHET_KNOB_NAMES_BYTES(field) NULL, 0
+#define PROPHET_KNOB_NAMES_RATE(field) NULL, 0
+#define PROPHET_KNOB_NAMES_USEC(field) NULL, 0
+#define PROPHET_KNOB_NAMES_PATH(field) NULL, 0
+#define PROPHET_KNOB_NAMES_ITERS(field) NULL, 0
+#define PROPHET_KNOB_OFFSETS_BOOL(field) offsetof(prophet_config_t, field), 0
+#define PROPHET_KNOB_OFFSETS_ENUM(field) offsetof(prophet_config_t, field), 0
+#define PROPHET_KNOB_OFFSETS_POLICY(field)                                                         \
+    offsetof(prophet_config_t, field), offsetof(prophet_config_t, field##_set)
+#define PROPHET_KNOB_OFFSETS_U32(field) offsetof(prophet_config_t, field), 0
+#define PROPHET_KNOB_OFFSETS_BYTES(field) offsetof(prophet_config_t, field), 0
+#define PROPHET_KNOB_OFFSETS_RATE(field) offsetof(prophet_config_t, field), 0
+#define PROPHET_KNOB_OFFSETS_USEC(field) offsetof(prophet_config_t, field), 0
+#define PROPHET_KNOB_OFFSETS_PATH(field) offsetof(prophet_config_t, field), 0
+#define PROPHET_KNOB_OFFSETS_ITERS(field)                                                          \
+    offsetof(prophet_config_t, field##_begin), offsetof(prophet_config_t, field##_end)
+#define PROPHET_KNOB_ROW(kind, name, field, type, dflt, lo, hi, shown, help)                       \
+    {"PROPHET_" #name,                                                                             \
+     #field,                                                                                       \
+     PROPHET_KNOB_##kind,                                                                          \
+     PROPHET_KNOB_OFFSETS_##kind(field),                                                           \
+     sizeof(type),                                                                                 \
+     PROPHET_KNOB_NAMES_##kind(field),                                                             \
+     (double)(lo),                                                                                 \
+     (double)(hi),                                                                                 \
+     shown,                                                                                        \
+     help},
+
+static const prophet_knob_t prophet_knobs[] = {PROPHET_KNOBS(PROPHET_KNOB_ROW)};
+
+const prophet_knob_t *prophet_config_knobs(int *n)
+{
+    if (n)
+        *n = PROPHET_NAMES_COUNT(prophet_knobs);
+    return prophet_knobs;
+}
+
+/* The parser stores an int into enum fields and a uint32_t into ITERS fields through offsets. */
+#define PROPHET_KNOB_TYPE_CHECK(kind, name, field, type, dflt, lo, hi, shown, help)                \
+    _Static_assert(PROPHET_KNOB_##kind != PROPHET_KNOB_ENUM || sizeof(type) == sizeof(int),        \
+                   "PROPHET_" #name ": enums are int-sized (C11 6.7.2.2)");
+PROPHET_KNOBS(PROPHET_KNOB_TYPE_CHECK)
+
+/* The defaults, from the table's dflt column. */
+#define PROPHET_DEFAULT_BOOL(f, d, lo, hi) cfg->f = (d);
+#define PROPHET_DEFAULT_ENUM(f, d, lo, hi) cfg->f = (d);
+#define PROPHET_DEFAULT_POLICY(f, d, lo, hi)                                                       \
+    cfg->f = (d); /* replaced by prophet_policy_default() */
+#define PROPHET_DEFAULT_U32(f, d, lo, hi) cfg->f = (d);
+#define PROPHET_DEFAULT_BYTES(f, d, lo, hi) cfg->f = (d);
+#define PROPHET_DEFAULT_RATE(f, d, lo, hi) cfg->f = (d);
+#define PROPHET_DEFAULT_USEC(f, d, lo, hi) cfg->f = (d);
+#define PROPHET_DEFAULT_PATH(f, d, lo, hi) snprintf(cfg->f, sizeof(cfg->f), "%s", (d));
+#define PROPHET_DEFAULT_ITERS(f, d, lo, hi)                                                        \
+    cfg->f##_begin = (lo);                                                                         \
+    cfg->f##_end = (hi);
+#define PROPHET_KNOB_DEFAULT(kind, name, field, type, dflt, lo, hi, shown, help)                   \
+    PROPHET_DEFAULT_##kind(field, dflt, lo, hi)
+
 void prophet_config_defaults(prophet_config_t *cfg)
 {
     memset(cfg, 0, sizeof(*cfg));
-    cfg->debug = PROPHET_LOG_WARN;
-    cfg->policy = PROPHET_POLICY_OPTIMAL; /* replaced by prophet_policy_default() by the caller */
-    cfg->gate = PROPHET_GATE_HOLD;
-    cfg->stall_ms = 50;
-    snprintf(cfg->cuda_lib, sizeof(cfg->cuda_lib), "%s", "libcuda.so.1");
-    cfg->learn_iters = 5;
-    cfg->replan_iters = 50;
-    cfg->bandwidth_Bps = 0;
-    cfg->alpha_us = -1;
-    cfg->fusion_bytes = 64ull << 20;
-    cfg->cycle_us = 1000;
-    cfg->bucket_bytes = 25ull << 20;
-    cfg->credit_bytes = 0;
-    cfg->bwmon = PROPHET_BWMON_AUTO;
-    snprintf(cfg->bwmon_pin, sizeof(cfg->bwmon_pin), "%s", "/sys/fs/bpf/prophet");
-    cfg->log_iter_begin = 0;
-    cfg->log_iter_end = 100;
+    PROPHET_KNOBS(PROPHET_KNOB_DEFAULT)
 }
 
-/* The knobs that take a name: enum value i is names[i]. One parser for all of them. */
-typedef struct prophet_enum_knob {
-    const char *name;
-    size_t offset; /* an enum field of prophet_config_t */
-    const char *const *names;
-    int n;
-    const char *expected, *dflt;
-} prophet_enum_knob_t;
-
-static const char *const prophet_debug_names[] = {"NONE", "WARN", "INFO", "TRACE"};
-static const char *const prophet_bwmon_names[] = {"auto", "off", "process", "daemon"};
-
-static const prophet_enum_knob_t prophet_knob_debug = {"PROPHET_DEBUG",
-                                                       offsetof(prophet_config_t, debug),
-                                                       prophet_debug_names,
-                                                       4,
-                                                       "expected NONE, WARN, INFO or TRACE",
-                                                       "WARN"};
-static const prophet_enum_knob_t prophet_knob_gate = {"PROPHET_GATE",
-                                                      offsetof(prophet_config_t, gate),
-                                                      prophet_gate_names,
-                                                      2,
-                                                      "expected hold or observe",
-                                                      "hold"};
-static const prophet_enum_knob_t prophet_knob_bwmon = {"PROPHET_BWMON",
-                                                       offsetof(prophet_config_t, bwmon),
-                                                       prophet_bwmon_names,
-                                                       4,
-                                                       "expected auto, off, process or daemon",
-                                                       "auto"};
-
-_Static_assert(sizeof(prophet_log_level_t) == sizeof(int) &&
-                   sizeof(prophet_gate_mode_t) == sizeof(int) &&
-                   sizeof(prophet_bwmon_mode_t) == sizeof(int),
-               "prophet_cfg_enum stores an int");
-
-static void prophet_cfg_enum(prophet_config_t *cfg, const prophet_enum_knob_t *k, const char *v,
-                             prophet_cfg_errs_t *e)
+const char *prophet_config_number(double v, char *buf, size_t len)
 {
-    int i = prophet_cfg_name_index(v, k->names, k->n);
-    if (i >= 0)
-        memcpy((char *)cfg + k->offset, &i, sizeof(i)); /* enums are int-sized (C11 6.7.2.2) */
+    int e = 0;
+    double p = 1;
+
+    while (v >= 1e6 && p < v && e < 300) {
+        p *= 10;
+        e++;
+    }
+    if (v >= 1e6 && p == v)
+        snprintf(buf, len, "1e%d", e); /* 10000000 is written 1e7 */
     else
-        PROPHET_BAD(e, k->name, v, k->expected, k->dflt);
+        snprintf(buf, len, "%.15g", v);
+    return buf;
 }
 
-/* PROPHET_GATE: the two modes, plus the names of the previous ones (one line each says so, not
- * counted as an error). */
-static void prophet_cfg_gate(prophet_config_t *cfg, const char *v, prophet_cfg_errs_t *e)
+/* "expected a, b or c" from an enum knob's names. */
+static void prophet_cfg_expected(const prophet_knob_t *k, char *buf, size_t len)
+{
+    size_t used = (size_t)snprintf(buf, len, "expected ");
+
+    for (int i = 0; i < k->n_names && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%s",
+                                 i == 0                ? ""
+                                 : i == k->n_names - 1 ? " or "
+                                                       : ", ",
+                                 k->names[i]);
+}
+
+static int prophet_cfg_log_iters(char *base, const prophet_knob_t *k, const char *v)
+{
+    char a[32], b[32];
+    const char *colon = strchr(v, ':');
+    uint32_t ia = 0, ib = 0;
+    size_t la;
+
+    if (!colon || (la = (size_t)(colon - v)) == 0 || la >= sizeof(a) || strlen(colon + 1) == 0 ||
+        strlen(colon + 1) >= sizeof(b))
+        return -1;
+    memcpy(a, v, la);
+    a[la] = '\0';
+    snprintf(b, sizeof(b), "%s", colon + 1);
+    if (prophet_parse_u32(a, 0, UINT32_MAX - 1, &ia) || prophet_parse_u32(b, 1, UINT32_MAX, &ib) ||
+        ib <= ia)
+        return -1;
+    memcpy(base + k->offset, &ia, sizeof(ia));
+    memcpy(base + k->offset2, &ib, sizeof(ib));
+    return 0;
+}
+
+static int prophet_cfg_alpha(const char *v, double lo, double hi, double *out)
+{
+    char *end = NULL;
+    double d;
+
+    errno = 0;
+    d = isdigit((unsigned char)*v) ? strtod(v, &end) : -1;
+    if (d < lo || errno != 0 || !end || *end != '\0' || !isfinite(d) || d > hi)
+        return -1;
+    *out = d;
+    return 0;
+}
+
+/* One knob's value into cfg: 0, or -1 with why (what was expected) and the default to report. */
+static int prophet_cfg_knob(prophet_config_t *cfg, const prophet_knob_t *k, const char *v,
+                            char *why, size_t why_len, const char **dflt)
+{
+    char *base = (char *)cfg;
+    uint64_t bytes = 0;
+    double d = 0;
+    int i = 0;
+    char num[32];
+
+    *dflt = k->shown;
+    switch (k->kind) {
+    case PROPHET_KNOB_BOOL:
+        if (prophet_parse_bool(v, &i) == 0)
+            return memcpy(base + k->offset, &i, sizeof(i)), 0;
+        snprintf(why, why_len, "expected 0 or 1");
+        return -1;
+    case PROPHET_KNOB_POLICY:
+    case PROPHET_KNOB_ENUM:
+        if ((i = prophet_cfg_name_index(v, k->names, k->n_names)) >= 0) {
+            memcpy(base + k->offset, &i, sizeof(i));
+            if (k->kind == PROPHET_KNOB_POLICY)
+                memcpy(base + k->offset2, &(int){1}, sizeof(int));
+            return 0;
+        }
+        prophet_cfg_expected(k, why, why_len);
+        if (k->kind == PROPHET_KNOB_POLICY)
+            *dflt = "the default"; /* the built-in default is the caller's (sched/) */
+        return -1;
+    case PROPHET_KNOB_U32:
+        if (prophet_parse_u32(v, (uint32_t)k->lo, (uint32_t)k->hi,
+                              (uint32_t *)(base + k->offset)) == 0)
+            return 0;
+        snprintf(why, why_len, "expected an integer from %u to %u", (unsigned)k->lo,
+                 (unsigned)k->hi);
+        return -1;
+    case PROPHET_KNOB_BYTES:
+        if (prophet_parse_bytes(v, &bytes) == 0 && (double)bytes >= k->lo)
+            return memcpy(base + k->offset, &bytes, sizeof(bytes)), 0;
+        snprintf(why, why_len, "expected a size such as 4096, 64KiB, 25MiB or 1GB");
+        return -1;
+    case PROPHET_KNOB_RATE:
+        if (prophet_parse_bandwidth(v, &d) == 0)
+            return memcpy(base + k->offset, &d, sizeof(d)), 0;
+        snprintf(why, why_len, "expected a rate such as 10Gbit, 25Gbps, 1.25GB or 800Mbit");
+        return -1;
+    case PROPHET_KNOB_USEC:
+        if (prophet_cfg_alpha(v, k->lo, k->hi, &d) == 0)
+            return memcpy(base + k->offset, &d, sizeof(d)), 0;
+        snprintf(why, why_len, "expected microseconds from %g to %s", k->lo,
+                 prophet_config_number(k->hi, num, sizeof(num)));
+        return -1;
+    case PROPHET_KNOB_PATH:
+        if (prophet_parse_path(v, base + k->offset, PROPHET_PATH_MAX) == 0)
+            return 0;
+        snprintf(why, why_len, "empty or longer than %d characters", PROPHET_PATH_MAX - 1);
+        *dflt = "its default";
+        return -1;
+    case PROPHET_KNOB_ITERS:
+        if (prophet_cfg_log_iters(base, k, v) == 0)
+            return 0;
+        snprintf(why, why_len, "expected A:B with integers 0 <= A < B");
+        return -1;
+    }
+    snprintf(why, why_len, "unknown knob kind");
+    return -1;
+}
+
+/* PROPHET_GATE's names from before the default held completions: one line each says what they
+ * mean now (a notice, not an invalid value). 0 when v was one of them. */
+static int prophet_cfg_gate_alias(prophet_config_t *cfg, const char *v, prophet_cfg_errs_t *e)
 {
     int count = e->count;
 
@@ -298,180 +458,33 @@ static void prophet_cfg_gate(prophet_config_t *cfg, const char *v, prophet_cfg_e
             prophet_cfg_error(e, "prophet: WARN PROPHET_GATE=block was removed: it now means hold "
                                  "(the default, exact in every job)");
     } else {
-        prophet_cfg_enum(cfg, &prophet_knob_gate, v, e);
-        return;
+        return -1;
     }
-    e->count = count; /* a notice, not an invalid value */
-}
-
-static void prophet_cfg_log_iters(prophet_config_t *cfg, const char *v, prophet_cfg_errs_t *e)
-{
-    char a[32], b[32];
-    const char *colon = strchr(v, ':');
-    uint32_t ia = 0, ib = 0;
-    size_t la;
-
-    if (!colon || (la = (size_t)(colon - v)) == 0 || la >= sizeof(a) || strlen(colon + 1) == 0 ||
-        strlen(colon + 1) >= sizeof(b))
-        goto bad;
-    memcpy(a, v, la);
-    a[la] = '\0';
-    snprintf(b, sizeof(b), "%s", colon + 1);
-    if (prophet_parse_u32(a, 0, UINT32_MAX - 1, &ia) || prophet_parse_u32(b, 1, UINT32_MAX, &ib) ||
-        ib <= ia)
-        goto bad;
-    cfg->log_iter_begin = ia;
-    cfg->log_iter_end = ib;
-    return;
-bad:
-    PROPHET_BAD(e, "PROPHET_LOG_ITERS", v, "expected A:B with integers 0 <= A < B", "0:100");
-}
-
-/* One entry per knob that takes a number with a range. */
-typedef struct prophet_u32_knob {
-    const char *name;
-    size_t offset;
-    uint32_t lo, hi;
-    const char *dflt;
-} prophet_u32_knob_t;
-
-static const prophet_u32_knob_t prophet_u32_knobs[] = {
-    {"PROPHET_STALL_MS", offsetof(prophet_config_t, stall_ms), 1, 60000, "50"},
-    {"PROPHET_LEARN_ITERS", offsetof(prophet_config_t, learn_iters), 2, 1000, "5"},
-    {"PROPHET_REPLAN_ITERS", offsetof(prophet_config_t, replan_iters), 1, 100000, "50"},
-    {"PROPHET_CYCLE_US", offsetof(prophet_config_t, cycle_us), 1, 10000000, "1000"},
-};
-
-typedef struct prophet_bytes_knob {
-    const char *name;
-    size_t offset;
-    uint64_t lo;
-    const char *dflt;
-} prophet_bytes_knob_t;
-
-static const prophet_bytes_knob_t prophet_bytes_knobs[] = {
-    {"PROPHET_FUSION_BYTES", offsetof(prophet_config_t, fusion_bytes), 1, "64MiB"},
-    {"PROPHET_BUCKET_BYTES", offsetof(prophet_config_t, bucket_bytes), 1, "25MiB"},
-    {"PROPHET_CREDIT_BYTES", offsetof(prophet_config_t, credit_bytes), 0, "0"},
-};
-
-typedef struct prophet_path_knob {
-    const char *name;
-    size_t offset, len;
-} prophet_path_knob_t;
-
-static const prophet_path_knob_t prophet_path_knobs[] = {
-    {"PROPHET_NCCL_LIB", offsetof(prophet_config_t, nccl_lib),
-     sizeof(((prophet_config_t *)0)->nccl_lib)},
-    {"PROPHET_CUDA_LIB", offsetof(prophet_config_t, cuda_lib),
-     sizeof(((prophet_config_t *)0)->cuda_lib)},
-    {"PROPHET_BWMON_PIN", offsetof(prophet_config_t, bwmon_pin),
-     sizeof(((prophet_config_t *)0)->bwmon_pin)},
-    {"PROPHET_LOG", offsetof(prophet_config_t, log_dir), sizeof(((prophet_config_t *)0)->log_dir)},
-};
-
-static void prophet_cfg_numbers(prophet_config_t *cfg, const char *(*lookup)(const char *, void *),
-                                void *ctx, prophet_cfg_errs_t *e)
-{
-    char *base = (char *)cfg;
-    const char *v;
-
-    for (size_t i = 0; i < sizeof(prophet_u32_knobs) / sizeof(prophet_u32_knobs[0]); i++) {
-        const prophet_u32_knob_t *k = &prophet_u32_knobs[i];
-        char why[96];
-        if (!(v = lookup(k->name, ctx)))
-            continue;
-        if (prophet_parse_u32(v, k->lo, k->hi, (uint32_t *)(base + k->offset)) == 0)
-            continue;
-        snprintf(why, sizeof(why), "expected an integer from %u to %u", k->lo, k->hi);
-        PROPHET_BAD(e, k->name, v, why, k->dflt);
-    }
-    for (size_t i = 0; i < sizeof(prophet_bytes_knobs) / sizeof(prophet_bytes_knobs[0]); i++) {
-        const prophet_bytes_knob_t *k = &prophet_bytes_knobs[i];
-        uint64_t b = 0;
-        if (!(v = lookup(k->name, ctx)))
-            continue;
-        if (prophet_parse_bytes(v, &b) == 0 && b >= k->lo) {
-            *(uint64_t *)(base + k->offset) = b;
-            continue;
-        }
-        PROPHET_BAD(e, k->name, v, "expected a size such as 4096, 64KiB, 25MiB or 1GB", k->dflt);
-    }
-    for (size_t i = 0; i < sizeof(prophet_path_knobs) / sizeof(prophet_path_knobs[0]); i++) {
-        const prophet_path_knob_t *k = &prophet_path_knobs[i];
-        if (!(v = lookup(k->name, ctx)))
-            continue;
-        if (prophet_parse_path(v, base + k->offset, k->len) != 0)
-            PROPHET_BAD(e, k->name, v, "empty or longer than 511 characters", "its default");
-    }
-}
-
-static void prophet_cfg_network(prophet_config_t *cfg, const char *(*lookup)(const char *, void *),
-                                void *ctx, prophet_cfg_errs_t *e)
-{
-    const char *v;
-    double d = 0;
-    char *end = NULL;
-
-    if ((v = lookup("PROPHET_BANDWIDTH", ctx))) {
-        if (prophet_parse_bandwidth(v, &d) == 0)
-            cfg->bandwidth_Bps = d;
-        else
-            PROPHET_BAD(e, "PROPHET_BANDWIDTH", v,
-                        "expected a rate such as 10Gbit, 25Gbps, 1.25GB or 800Mbit", "fitted");
-    }
-    if ((v = lookup("PROPHET_ALPHA_US", ctx))) {
-        errno = 0;
-        d = isdigit((unsigned char)*v) ? strtod(v, &end) : -1;
-        if (d >= 0 && errno == 0 && end && *end == '\0' && isfinite(d) && d <= 1e7)
-            cfg->alpha_us = d;
-        else
-            PROPHET_BAD(e, "PROPHET_ALPHA_US", v, "expected microseconds from 0 to 1e7", "fitted");
-    }
+    e->count = count;
+    return 0;
 }
 
 int prophet_config_parse(prophet_config_t *cfg, const char *(*lookup)(const char *name, void *ctx),
                          void *ctx, char *errs, int errs_len)
 {
     prophet_cfg_errs_t e = {.buf = errs, .len = errs_len, .used = 0, .count = 0};
-    const char *v;
-    int b = 0;
 
     if (!cfg || !lookup)
         return -1;
     if (errs && errs_len > 0)
         errs[0] = '\0';
     prophet_config_defaults(cfg);
+    for (int i = 0; i < PROPHET_NAMES_COUNT(prophet_knobs); i++) {
+        const prophet_knob_t *k = &prophet_knobs[i];
+        const char *v = lookup(k->name, ctx), *dflt = NULL;
+        char why[128];
 
-    if ((v = lookup("PROPHET_DEBUG", ctx)))
-        prophet_cfg_enum(cfg, &prophet_knob_debug, v, &e);
-    if ((v = lookup("PROPHET_DISABLE", ctx))) {
-        if (prophet_parse_bool(v, &b) == 0)
-            cfg->disable = b;
-        else
-            PROPHET_BAD(&e, "PROPHET_DISABLE", v, "expected 0 or 1", "0");
+        if (v && k->offset == offsetof(prophet_config_t, gate) &&
+            prophet_cfg_gate_alias(cfg, v, &e) == 0)
+            continue;
+        if (v && prophet_cfg_knob(cfg, k, v, why, sizeof(why), &dflt) != 0)
+            PROPHET_BAD(&e, k->name, v, why, dflt);
     }
-    if ((v = lookup("PROPHET_POLICY", ctx))) {
-        if (prophet_policy_from_name(v, &cfg->policy) == 0)
-            cfg->policy_set = 1;
-        else
-            PROPHET_BAD(&e, "PROPHET_POLICY", v,
-                        "expected passthrough, fusion, buckets, prophet or optimal", "the default");
-    }
-    if ((v = lookup("PROPHET_GATE", ctx)))
-        prophet_cfg_gate(cfg, v, &e);
-    if ((v = lookup("PROPHET_BWMON", ctx)))
-        prophet_cfg_enum(cfg, &prophet_knob_bwmon, v, &e);
-    if ((v = lookup("PROPHET_LOG_ITERS", ctx)))
-        prophet_cfg_log_iters(cfg, v, &e);
-    if ((v = lookup("PROPHET_TRACE", ctx))) {
-        if (prophet_parse_bool(v, &b) == 0)
-            cfg->trace = b;
-        else
-            PROPHET_BAD(&e, "PROPHET_TRACE", v, "expected 0 or 1", "0");
-    }
-    prophet_cfg_numbers(cfg, lookup, ctx, &e);
-    prophet_cfg_network(cfg, lookup, ctx, &e);
     return e.count;
 }
 

@@ -15,8 +15,12 @@
  * or libc string function. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <stddef.h>
 
-#include "prophet_preload.h"
+#include "cuda_hook_names.h"
+#include "cuda_hooks.h"
+#include "dlsym_real.h"
+#include "export.h"
 
 #if !defined(__x86_64__)
 #error "cuda_dlsym.c: the dlsym trampoline is written for x86-64"

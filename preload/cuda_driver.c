@@ -5,7 +5,11 @@
 #include <pthread.h>
 #include <stdio.h>
 
-#include "prophet_preload.h"
+#include "cuda_driver.h"
+#include "dlsym_real.h"
+#include "export.h"
+#include "log_line.h"
+#include "settings.h"
 
 prophet_cuda_api_t prophet_cu;
 

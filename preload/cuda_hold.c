@@ -5,7 +5,7 @@
  * (not per handle: a new record of a handle replaces the old one) whether it is virtual.
  *
  * A block is named by its communicator and the generation its release writes into the comm's
- * gate word (c->gate_host, device-mapped, written by X after the block in release.c): a stream
+ * gate word (c->gpu.gate_host, device-mapped, written by X after the block in release.c): a stream
  * that must really wait for block (c, g) gets cuStreamWaitValue32(gate, g, GEQ), whether the block
  * is still open (a GPU gate) or already released (the same as waiting on its end event, and
  * immune to the recycling of event handles). Blocks of one comm complete in order on X, so one
@@ -27,7 +27,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "prophet_preload.h"
+#include "comm_state.h"
+#include "cuda_driver.h"
+#include "init.h"
+#include "log_line.h"
+#include "settings.h"
 
 atomic_int prophet_hold_armed_;
 _Thread_local int prophet_hold_depth_;
@@ -146,7 +150,7 @@ static int hold_gen_before(uint32_t a, uint32_t b) /* a <= b, wrap-safe */
 /* The block (c, g) has completed on the GPU (X wrote its generation). */
 static int hold_complete(const hold_dep_t *d)
 {
-    uint32_t v = __atomic_load_n(d->c->gate_host, __ATOMIC_ACQUIRE);
+    uint32_t v = __atomic_load_n(d->c->gpu.gate_host, __ATOMIC_ACQUIRE);
     return hold_gen_before(d->gen, v);
 }
 
@@ -445,7 +449,7 @@ static CUresult hold_gate(CUstream real, const hold_dep_t *d)
 {
     if (hold_complete(d))
         return CUDA_SUCCESS;
-    return prophet_cu.StreamWaitValue32(real, d->c->gate_dev, d->gen, CU_STREAM_WAIT_VALUE_GEQ);
+    return prophet_cu.StreamWaitValue32(real, d->c->gpu.gate_dev, d->gen, CU_STREAM_WAIT_VALUE_GEQ);
 }
 
 /* Issues virtual record r for real on its own stream, behind gates on its dependencies. */
@@ -1071,15 +1075,15 @@ static void hold_rec_release(hold_rec_t *r, prophet_comm_t *c, int ok)
         if (!hold_is_released(&r->deps.d[i]))
             return; /* still behind another open block */
     hold_taint_prune(&r->taint);
-    if (ok && c->x && r->taint.n == 0) {
+    if (ok && c->gpu.x && r->taint.n == 0) {
         /* on X, after the block: the other blocks (released), the recording stream's prefix */
         for (int i = 0; i < r->deps.n && rc == CUDA_SUCCESS; i++)
             if (r->deps.d[i].c != c)
-                rc = hold_gate(c->x, &r->deps.d[i]);
+                rc = hold_gate(c->gpu.x, &r->deps.d[i]);
         if (rc == CUDA_SUCCESS && r->sh)
-            rc = prophet_cu.StreamWaitEvent(c->x, r->sh->ev, 0);
+            rc = prophet_cu.StreamWaitEvent(c->gpu.x, r->sh->ev, 0);
         if (rc == CUDA_SUCCESS)
-            rc = prophet_cu.EventRecord(r->ev, c->x);
+            rc = prophet_cu.EventRecord(r->ev, c->gpu.x);
         if (rc == CUDA_SUCCESS) {
             hold_rec_issued(r);
             return;
@@ -1106,8 +1110,8 @@ void prophet_hold_block_released(prophet_comm_t *c, uint32_t gen, int how)
     }
     if (hc)
         hc->released = gen;
-    if (how == PROPHET_HOLD_DROPPED && c->gate_host) /* a gated stream must never hang */
-        __atomic_store_n(c->gate_host, gen, __ATOMIC_RELEASE);
+    if (how == PROPHET_HOLD_DROPPED && c->gpu.gate_host) /* a gated stream must never hang */
+        __atomic_store_n(c->gpu.gate_host, gen, __ATOMIC_RELEASE);
     /* taints on this block are over: the gates stay on the GPU */
     for (int b = 0; b < HOLD_STREAM_BUCKETS; b++)
         for (hold_stream_t *h = hold_streams[b]; h; h = h->next)

@@ -15,6 +15,7 @@
 
 #include <cuda.h>
 #include <stdatomic.h>
+#include <stdint.h>
 
 extern atomic_int prophet_hold_armed_;
 extern _Thread_local int prophet_hold_depth_;
@@ -51,5 +52,27 @@ int prophet_hold_stream_destroy(CUstream s, CUresult *rc);
 /* A stream was created (its flags tell blocking from non-blocking, for the legacy stream's
  * implicit synchronisation). Called whether or not anything is held. */
 void prophet_hold_stream_created(CUstream s, unsigned flags);
+
+/* ---- the scheduler's side (schedule.c, release.c, comm_life.c, interpose_*.c) -------------
+ * A held block is named (comm, generation its release writes into the comm's gate word); the
+ * open block of c has generation c->gpu.gate_gen + 1. Comm lock held unless said otherwise. */
+typedef struct prophet_comm prophet_comm_t;
+enum { PROPHET_HOLD_ON_X = 1, PROPHET_HOLD_ON_STREAM, PROPHET_HOLD_DROPPED };
+/* Before a call on c is held on st (comm lock NOT held): open blocks of other comms that st is
+ * behind are released and become real dependencies of st. */
+void prophet_hold_before_call(prophet_comm_t *c, CUstream st);
+/* Rule 7: 0 when st is materially behind c's open block gen (real work may have read it). */
+int prophet_hold_may_join(prophet_comm_t *c, CUstream st, uint32_t gen);
+/* A call was held on st in block gen (its ready event was just recorded on st). */
+void prophet_hold_call_held(prophet_comm_t *c, CUstream st, uint32_t gen);
+/* Block gen was released (how: PROPHET_HOLD_*); issues the event records made behind it. */
+void prophet_hold_block_released(prophet_comm_t *c, uint32_t gen, int how);
+/* How the engine releases a comm's open block (comm_life.c sets it; it takes the comm lock). */
+void prophet_hold_set_release(void (*fn)(prophet_comm_t *c));
+/* The preload is about to enqueue real work of the job on st: from the scheduler (comm lock
+ * held: never releases), or a forwarded NCCL call (no lock held: may release the open block whose
+ * members' stream is st, as the wrappers' prophet_hold_stream_work does). */
+void prophet_hold_work_own(CUstream st, int ptsz);
+void prophet_hold_forward_work(CUstream st, int ptsz);
 
 #endif

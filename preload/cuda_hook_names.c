@@ -3,7 +3,7 @@
  * (cuda_dlsym.c) asks it about every name, sanitizer runtimes' start-up lookups included. */
 #include <stddef.h>
 
-#include "prophet_preload.h"
+#include "cuda_hook_names.h"
 
 struct prophet_cuhook_info {
     const char *name; /* the exported symbol */

@@ -18,7 +18,14 @@
 #include <string.h>
 
 #include "cuda_hold.h"
-#include "prophet_preload.h"
+#include "cuda_hooks.h"
+#include "cuda_driver.h"
+#include "cuda_hook_names.h"
+#include "dlsym_real.h"
+#include "export.h"
+#include "init.h"
+#include "log_line.h"
+#include "settings.h"
 #define PROPHET_CUDA_HOOK_UNDEF /* the wrappers define cuda.h's renamed names themselves */
 #include "cuda_hook_table.h"
 

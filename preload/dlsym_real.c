@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "prophet_preload.h"
+#include "dlsym_real.h"
 
 static _Atomic(prophet_dlsym_fn) prophet_dlsym_glibc_fn;
 

@@ -22,7 +22,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "prophet_preload.h"
+#include "exit_check.h"
+#include "init.h"
+#include "log_line.h"
+#include "settings.h"
 
 #define PROPHET_XC_MAX_OBJS 4096
 

@@ -1,5 +1,5 @@
 /* Per-thread depth of the user's ncclGroupStart/End nesting (NCCL's group depth is per thread). */
-#include "prophet_preload.h"
+#include "group_state.h"
 
 static _Thread_local int prophet_group_level;
 

@@ -6,7 +6,11 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "prophet_preload.h"
+#include "init.h"
+#include "log_line.h"
+#include "exit_check.h"
+#include "nccl_symbols.h"
+#include "settings.h"
 
 _Atomic int prophet_mode;
 

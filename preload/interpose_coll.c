@@ -2,7 +2,12 @@
  * ncclAllReduce can be scheduled; every other call is a program-order point of its communicator
  * (the comm's held block is released first, in order) and then goes to NCCL unchanged. Real NCCL
  * results are returned unchanged. */
-#include "prophet_preload.h"
+#include "comm_state.h"
+#include "cuda_hold.h"
+#include "export.h"
+#include "init.h"
+#include "nccl_symbols.h"
+#include "schedule.h"
 
 #define PROPHET_REAL(fn, ...)                                                                      \
     (prophet_nccl.fn ? prophet_nccl.fn(__VA_ARGS__) : prophet_nccl_missing("nccl" #fn))

@@ -1,7 +1,13 @@
 /* Communicator life cycle: creation registers the state (id = creation order), destruction is a
  * program-order point (held work released first; Abort/Revoke drop it, as NCCL drops the comm's
  * work). Real NCCL results are returned unchanged. */
-#include "prophet_preload.h"
+#include "comm_life.h"
+#include "cuda_hold.h"
+#include "comm_state.h"
+#include "export.h"
+#include "init.h"
+#include "nccl_symbols.h"
+#include "schedule.h"
 
 /* NCCL's own CUDA calls (communicator set-up and teardown) pass the holding engine's wrappers. */
 #define PROPHET_REAL(fn, ...)                                                                      \

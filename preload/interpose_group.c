@@ -2,7 +2,12 @@
  * per-thread depth (mirroring NCCL's) and, at the outermost ncclGroupStart, releases the blocks
  * this thread holds, so that they are launched before the group and nothing of ours is ever
  * merged into it. Calls inside a group pass through into it. */
-#include "prophet_preload.h"
+#include "export.h"
+#include "cuda_hold.h"
+#include "group_state.h"
+#include "init.h"
+#include "nccl_symbols.h"
+#include "release.h"
 
 PROPHET_EXPORT ncclResult_t ncclGroupStart(void)
 {

@@ -1,13 +1,20 @@
-/* Bridge to the JSON schedule log (include/prophet/log.h, preload/log/), present when the log
- * writer is built (PROPHET_HAVE_LOG) and PROPHET_LOG names a directory. One writer per rank. */
-#include <stdio.h>
+/* Bridge to the JSON schedule log (include/prophet/log.h, preload/log/) when PROPHET_LOG names a
+ * directory. One writer per rank. Built with the log writer (CMake option PROPHET_SCHEDULE_LOG, on
+ * by default); without it CMake builds log_bridge_stub.c instead. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "prophet_preload.h"
-#ifdef PROPHET_HAVE_LOG
+#include "log_bridge.h"
+#include "log_line.h"
+#include "nccl_dtype.h"
+#include "nccl_symbols.h"
+#include "settings.h"
+#include "prophet/log.h"
+
 /* PROPHET_LOG=DIR: the directory is created (with its parents) when missing, as mkdir -p. */
 static int prophet_mkdir_p(const char *dir)
 {
@@ -27,13 +34,7 @@ static int prophet_mkdir_p(const char *dir)
     }
     return mkdir(path, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
-#endif
 
-#ifdef PROPHET_HAVE_LOG
-#include "prophet/log.h"
-#endif
-
-#ifdef PROPHET_HAVE_LOG
 static pthread_mutex_t prophet_logb_lock = PTHREAD_MUTEX_INITIALIZER;
 static int prophet_logb_ranks[256]; /* ranks that already have a writer in this process */
 static int prophet_logb_nranks;
@@ -50,11 +51,9 @@ static int prophet_logb_claim(int rank)
     pthread_mutex_unlock(&prophet_logb_lock);
     return ok;
 }
-#endif
 
 void prophet_logb_open(prophet_comm_t *c)
 {
-#ifdef PROPHET_HAVE_LOG
     char host[256] = "", ver[32], why[256] = "";
     int code = prophet_nccl_version();
     prophet_log_meta_t meta;
@@ -78,16 +77,11 @@ void prophet_logb_open(prophet_comm_t *c)
                               prophet_cfg.log_iter_end, prophet_cfg.trace, why, (int)sizeof(why));
     if (!c->log)
         prophet_msg(PROPHET_LOG_WARN, "no schedule log in %s: %s", prophet_cfg.log_dir, why);
-#else
-    if (prophet_cfg.log_dir[0] && c->id == 0)
-        prophet_msg(PROPHET_LOG_WARN, "PROPHET_LOG is set but this build has no log writer");
-#endif
 }
 
 void prophet_logb_call(prophet_comm_t *c, const prophet_inflight_t *f, uint32_t i, int64_t ready_us,
                        int64_t launch_us, int64_t complete_us)
 {
-#ifdef PROPHET_HAVE_LOG
     const prophet_member_t *m = &f->m[i];
     prophet_log_call_t rec;
 
@@ -107,54 +101,36 @@ void prophet_logb_call(prophet_comm_t *c, const prophet_inflight_t *f, uint32_t 
         .deferred = f->deferred,
     };
     prophet_log_call(c->log, &rec);
-#else
-    (void)c, (void)f, (void)i, (void)ready_us, (void)launch_us, (void)complete_us;
-#endif
 }
 
 void prophet_logb_profile(prophet_comm_t *c)
 {
-#ifdef PROPHET_HAVE_LOG
-    const prophet_profile_t *p = c->learner ? prophet_learner_profile(c->learner) : NULL;
+    const prophet_profile_t *p =
+        c->models.learner ? prophet_learner_profile(c->models.learner) : NULL;
 
     if (c->log && p)
-        prophet_log_profile(c->log, prophet_learner_iteration(c->learner), p);
-#else
-    (void)c;
-#endif
+        prophet_log_profile(c->log, prophet_learner_iteration(c->models.learner), p);
 }
 
 void prophet_logb_plan(prophet_comm_t *c, uint64_t from_iter, const prophet_plan_t *p)
 {
-#ifdef PROPHET_HAVE_LOG
     if (c->log)
         prophet_log_plan(c->log, from_iter, p);
-#else
-    (void)c, (void)from_iter, (void)p;
-#endif
 }
 
 void prophet_logb_net(prophet_comm_t *c, double probe_Bps)
 {
-#ifdef PROPHET_HAVE_LOG
     prophet_net_t net;
 
-    if (!c->log || !c->net)
+    if (!c->log || !c->models.net)
         return;
-    prophet_netmodel_get(c->net, &net);
+    prophet_netmodel_get(c->models.net, &net);
     prophet_log_net(c->log, prophet_now_us(), &net, probe_Bps);
-#else
-    (void)c, (void)probe_Bps;
-#endif
 }
 
 void prophet_logb_close(prophet_comm_t *c)
 {
-#ifdef PROPHET_HAVE_LOG
     if (c->log)
         prophet_log_close(c->log);
     c->log = NULL;
-#else
-    (void)c;
-#endif
 }

@@ -3,16 +3,18 @@
  * rate-limited (at most PROPHET_WARN_BURST per second) so that a broken job cannot flood its log.
  */
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "prophet_preload.h"
+#include "log_line.h"
+#include "settings.h"
 
 #define PROPHET_WARN_BURST 20
 
-static const char *const prophet_level_names[] = {"NONE", "WARN", "INFO", "TRACE"};
+static const char *const prophet_level_names[] = {PROPHET_VALUES_debug(PROPHET_ENUM_NAME)};
 static _Atomic int64_t prophet_warn_window;
 static _Atomic int prophet_warn_count;
 

@@ -8,7 +8,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "prophet_preload.h"
+#include "nccl_symbols.h"
+#include "dlsym_real.h"
+#include "log_line.h"
+#include "settings.h"
 
 prophet_nccl_api_t prophet_nccl;
 

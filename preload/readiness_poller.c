@@ -7,10 +7,15 @@
 #include <string.h>
 #include <time.h>
 
-#include "prophet_preload.h"
-#ifdef PROPHET_HAVE_BW
+#include "readiness_poller.h"
+#include "comm_state.h"
+#include "cuda_hold.h"
+#include "cuda_driver.h"
+#include "log_bridge.h"
+#include "log_line.h"
+#include "nccl_dtype.h"
+#include "settings.h"
 #include "prophet/bw.h"
-#endif
 
 #define PROPHET_POLL_US 500
 #define PROPHET_BW_POLL_US 100000
@@ -19,9 +24,7 @@ static pthread_t prophet_poller_thread;
 static _Atomic int prophet_poller_run;
 static _Atomic int prophet_poller_exited;
 static _Atomic uint64_t prophet_probe_bits; /* double, -1 when there is no live throughput */
-#ifdef PROPHET_HAVE_BW
 static prophet_bw_t *prophet_bw;
-#endif
 
 double prophet_poller_probe_Bps(void)
 {
@@ -45,16 +48,16 @@ static int64_t prophet_event_us(const prophet_comm_t *c, CUevent e)
 {
     float ms = 0;
 
-    if (!e || prophet_cu.EventElapsedTime(&ms, c->base_event, e) != CUDA_SUCCESS)
+    if (!e || prophet_cu.EventElapsedTime(&ms, c->gpu.base_event, e) != CUDA_SUCCESS)
         return 0;
-    return c->base_us + (int64_t)((double)ms * 1000.0);
+    return c->gpu.base_us + (int64_t)((double)ms * 1000.0);
 }
 
 static void prophet_inflight_done(prophet_comm_t *c, prophet_inflight_t *f)
 {
     int64_t launch = prophet_event_us(c, f->start), complete = prophet_event_us(c, f->end);
     int64_t last_ready = 0, begin;
-    int alive = atomic_load(&c->alive) && c->learner;
+    int alive = atomic_load(&c->alive) && c->models.learner;
 
     for (uint32_t i = 0; i < f->n; i++) {
         const prophet_member_t *m = &f->m[i];
@@ -65,7 +68,7 @@ static void prophet_inflight_done(prophet_comm_t *c, prophet_inflight_t *f)
         /* block mode: only true readiness samples (schedule.c, measurement iterations) */
         if (alive && ready && m->index != UINT32_MAX &&
             (m->measure || prophet_cfg.gate != PROPHET_GATE_HOLD))
-            prophet_learner_set_ready(c->learner, m->iteration, m->index, ready);
+            prophet_learner_set_ready(c->models.learner, m->iteration, m->index, ready);
         if (alive)
             prophet_logb_call(c, f, i, ready, launch, complete);
         prophet_comm_event_put(c, m->ready);
@@ -74,13 +77,14 @@ static void prophet_inflight_done(prophet_comm_t *c, prophet_inflight_t *f)
      * group), from the moment the block could start, max(last member ready, previous block done),
      * to its completion. Measuring the same span here puts the cost of holding (ready events, the
      * internal stream's handoff) into alpha, where the planner can weigh it against merging. */
-    begin = last_ready > c->net_prev_complete_us ? last_ready : c->net_prev_complete_us;
+    begin =
+        last_ready > c->models.net_prev_complete_us ? last_ready : c->models.net_prev_complete_us;
     if (!begin || begin > launch)
         begin = launch;
     if (alive && launch && complete > begin)
-        prophet_netmodel_observe(c->net, f->bytes, 1, (double)(complete - begin));
+        prophet_netmodel_observe(c->models.net, f->bytes, 1, (double)(complete - begin));
     if (complete)
-        c->net_prev_complete_us = complete;
+        c->models.net_prev_complete_us = complete;
     if (f->start != f->m[0].ready)
         prophet_comm_event_put(c, f->start);
     prophet_comm_event_put(c, f->end);
@@ -92,13 +96,13 @@ static void prophet_poll_inflight(prophet_comm_t *c)
 {
     prophet_inflight_t *f;
 
-    while ((f = c->inflight_head) != NULL) {
+    while ((f = c->blocks.inflight_head) != NULL) {
         CUresult rc = prophet_cu.EventQuery(f->end);
         if (rc == CUDA_ERROR_NOT_READY)
             return;
-        c->inflight_head = f->next;
-        if (!c->inflight_head)
-            c->inflight_tail = NULL;
+        c->blocks.inflight_head = f->next;
+        if (!c->blocks.inflight_head)
+            c->blocks.inflight_tail = NULL;
         if (rc == CUDA_SUCCESS)
             prophet_inflight_done(c, f);
         free(f);
@@ -114,14 +118,14 @@ static void prophet_poll_inflight(prophet_comm_t *c)
  * never deadlocks on it (it can only read a result early, which is block mode's contract). */
 static void prophet_stall_check(prophet_comm_t *c, int64_t now)
 {
-    const prophet_block_t *b = &c->pending;
+    const prophet_block_t *b = &c->blocks.pending;
     const prophet_member_t *m;
 
     if (b->n == 0 || b->stall_warned ||
         now - b->last_arrival_us < (int64_t)prophet_cfg.stall_ms * 1000)
         return;
     m = &b->m[b->n - 1];
-    c->pending.stall_warned = 1;
+    c->blocks.pending.stall_warned = 1;
     c->stats.stall_warnings++;
     prophet_msg(PROPHET_LOG_WARN,
                 "comm %lu iteration %lu: block %u held %ld ms after call #%u (allreduce count=%zu "
@@ -133,7 +137,6 @@ static void prophet_stall_check(prophet_comm_t *c, int64_t now)
 
 static void prophet_poll_bw(int64_t now, int64_t *next)
 {
-#ifdef PROPHET_HAVE_BW
     prophet_bw_sample_t s;
     double bps;
 
@@ -146,14 +149,10 @@ static void prophet_poll_bw(int64_t now, int64_t *next)
     prophet_probe_set(bps);
     for (prophet_comm_t *c = prophet_comm_list(); c; c = c->next_all) {
         pthread_mutex_lock(&c->lock);
-        if (atomic_load(&c->alive) && c->net)
-            prophet_netmodel_probe(c->net, bps, now);
+        if (atomic_load(&c->alive) && c->models.net)
+            prophet_netmodel_probe(c->models.net, bps, now);
         pthread_mutex_unlock(&c->lock);
     }
-#else
-    (void)now;
-    (void)next;
-#endif
 }
 
 static void *prophet_poller_main(void *arg)
@@ -167,8 +166,8 @@ static void *prophet_poller_main(void *arg)
         int64_t now = prophet_now_us();
         for (prophet_comm_t *c = prophet_comm_list(); c; c = c->next_all) {
             pthread_mutex_lock(&c->lock);
-            if (c->setup > 0 && c->ctx && c->x) {
-                prophet_cu.CtxSetCurrent(c->ctx);
+            if (c->setup > 0 && c->gpu.ctx && c->gpu.x) {
+                prophet_cu.CtxSetCurrent(c->gpu.ctx);
                 prophet_poll_inflight(c);
                 if (atomic_load(&c->alive))
                     prophet_stall_check(c, now);
@@ -186,7 +185,7 @@ static void *prophet_poller_main(void *arg)
 
 void prophet_poller_drain(prophet_comm_t *c)
 {
-    for (prophet_inflight_t *f = c->inflight_head; f; f = f->next)
+    for (prophet_inflight_t *f = c->blocks.inflight_head; f; f = f->next)
         prophet_cu.EventSynchronize(f->end);
     prophet_poll_inflight(c);
 }
@@ -196,7 +195,6 @@ static void prophet_bw_start(void)
     char why[256] = "built without libbpf";
 
     prophet_probe_set(-1);
-#ifdef PROPHET_HAVE_BW
     prophet_bw =
         prophet_bw_open((int)prophet_cfg.bwmon, prophet_cfg.bwmon_pin, 0, why, (int)sizeof(why));
     if (prophet_bw) {
@@ -204,7 +202,6 @@ static void prophet_bw_start(void)
                     prophet_bw_source_name(prophet_bw_source(prophet_bw)));
         return;
     }
-#endif
     prophet_msg(PROPHET_LOG_INFO,
                 "no eBPF throughput (%s); using bandwidth fitted from NCCL "
                 "operations",

@@ -8,16 +8,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "prophet_preload.h"
+#include "release.h"
+#include "cuda_hold.h"
+#include "comm_state.h"
+#include "cuda_driver.h"
+#include "log_line.h"
+#include "nccl_symbols.h"
+#include "settings.h"
 
 void prophet_inflight_push(prophet_comm_t *c, prophet_inflight_t *f)
 {
     f->next = NULL;
-    if (c->inflight_tail)
-        c->inflight_tail->next = f;
+    if (c->blocks.inflight_tail)
+        c->blocks.inflight_tail->next = f;
     else
-        c->inflight_head = f;
-    c->inflight_tail = f;
+        c->blocks.inflight_head = f;
+    c->blocks.inflight_tail = f;
 }
 
 /* Runs the members as one group on `stream` (the members' own stream in the fallback). */
@@ -45,10 +51,10 @@ static ncclResult_t prophet_launch_members(prophet_comm_t *c, const prophet_bloc
 
 static void prophet_block_clear(prophet_comm_t *c)
 {
-    c->pending.n = 0;
-    c->pending.bytes = 0;
-    c->pending.stall_warned = 0;
-    c->block_number++;
+    c->blocks.pending.n = 0;
+    c->blocks.pending.bytes = 0;
+    c->blocks.pending.stall_warned = 0;
+    c->order.block_number++;
 }
 
 /* A CUDA call of ours failed before the block reached NCCL: run the members where the caller
@@ -58,27 +64,27 @@ static void prophet_block_clear(prophet_comm_t *c)
 static ncclResult_t prophet_release_fallback(prophet_comm_t *c, const char *what, CUresult crc)
 {
     ncclResult_t rc;
-    uint32_t gen = c->gate_gen + 1;
+    uint32_t gen = c->gpu.gate_gen + 1;
     int how = PROPHET_HOLD_DROPPED;
 
     prophet_comm_fail(c, what, crc);
-    rc = prophet_launch_members(c, &c->pending, c->pending.stream);
-    c->gate_gen = gen;
-    if (c->gate_dev && prophet_hold_may_join(c, c->pending.stream, gen) &&
-        prophet_cu.StreamWriteValue32(c->pending.stream, c->gate_dev, gen,
+    rc = prophet_launch_members(c, &c->blocks.pending, c->blocks.pending.stream);
+    c->gpu.gate_gen = gen;
+    if (c->gpu.gate_dev && prophet_hold_may_join(c, c->blocks.pending.stream, gen) &&
+        prophet_cu.StreamWriteValue32(c->blocks.pending.stream, c->gpu.gate_dev, gen,
                                       CU_STREAM_WRITE_VALUE_DEFAULT) == CUDA_SUCCESS)
         how = PROPHET_HOLD_ON_STREAM;
     prophet_hold_block_released(c, gen, how);
-    c->stats.passthrough += c->pending.n;
-    for (uint32_t i = 0; i < c->pending.n; i++)
-        prophet_comm_event_put(c, c->pending.m[i].ready);
+    c->stats.passthrough += c->blocks.pending.n;
+    for (uint32_t i = 0; i < c->blocks.pending.n; i++)
+        prophet_comm_event_put(c, c->blocks.pending.m[i].ready);
     prophet_block_clear(c);
     return rc;
 }
 
 ncclResult_t prophet_release_pending(prophet_comm_t *c)
 {
-    prophet_block_t *b = &c->pending;
+    prophet_block_t *b = &c->blocks.pending;
     prophet_inflight_t *f;
     ncclResult_t nrc;
     CUresult rc;
@@ -98,28 +104,28 @@ ncclResult_t prophet_release_pending(prophet_comm_t *c)
         return prophet_release_fallback(c, "allocating a block record", CUDA_ERROR_OUT_OF_MEMORY);
     }
     for (uint32_t i = 0; i < b->n; i++) {
-        rc = prophet_cu.StreamWaitEvent(c->x, b->m[i].ready, 0);
+        rc = prophet_cu.StreamWaitEvent(c->gpu.x, b->m[i].ready, 0);
         if (rc != CUDA_SUCCESS)
             goto fallback;
     }
-    if ((rc = prophet_cu.EventRecord(start, c->x)) != CUDA_SUCCESS)
+    if ((rc = prophet_cu.EventRecord(start, c->gpu.x)) != CUDA_SUCCESS)
         goto fallback;
     f->release_us = prophet_now_us();
-    nrc = prophet_launch_members(c, b, c->x);
+    nrc = prophet_launch_members(c, b, c->gpu.x);
     /* From here on NCCL has the operations: the gate must open whatever happens. */
-    rc = prophet_cu.EventRecord(end, c->x);
-    c->gate_gen++;
+    rc = prophet_cu.EventRecord(end, c->gpu.x);
+    c->gpu.gate_gen++;
     if (rc == CUDA_SUCCESS)
-        rc = prophet_cu.StreamWriteValue32(c->x, c->gate_dev, c->gate_gen,
+        rc = prophet_cu.StreamWriteValue32(c->gpu.x, c->gpu.gate_dev, c->gpu.gate_gen,
                                            CU_STREAM_WRITE_VALUE_DEFAULT);
     if (rc != CUDA_SUCCESS) {
         /* second best: X's end event, then the gate word from the host once it fired (a gated
          * stream never hangs; this comm passes through from now on) */
         if (prophet_cu.EventSynchronize(end) != CUDA_SUCCESS)
-            prophet_cu.StreamSynchronize(c->x);
+            prophet_cu.StreamSynchronize(c->gpu.x);
         prophet_comm_fail(c, "opening the block's gate on the internal stream", rc);
     }
-    prophet_hold_block_released(c, c->gate_gen,
+    prophet_hold_block_released(c, c->gpu.gate_gen,
                                 rc == CUDA_SUCCESS ? PROPHET_HOLD_ON_X : PROPHET_HOLD_DROPPED);
     c->stats.scheduled += b->n;
     c->stats.blocks++;
@@ -153,7 +159,7 @@ void prophet_release_all_mine(void)
         if (!atomic_load_explicit(&c->alive, memory_order_relaxed))
             continue;
         pthread_mutex_lock(&c->lock);
-        if (c->pending.n && pthread_equal(c->pending.owner, self))
+        if (c->blocks.pending.n && pthread_equal(c->blocks.pending.owner, self))
             prophet_release_pending(c);
         pthread_mutex_unlock(&c->lock);
     }

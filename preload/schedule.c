@@ -6,12 +6,58 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "prophet_preload.h"
+#include "schedule.h"
+#include "comm_state.h"
+#include "agreement.h"
+#include "comm_life.h"
+#include "cuda_driver.h"
+#include "cuda_hold.h"
+#include "group_state.h"
+#include "log_bridge.h"
+#include "log_line.h"
+#include "nccl_dtype.h"
+#include "nccl_symbols.h"
+#include "release.h"
+#include "settings.h"
 
-static ncclResult_t prophet_real_allreduce(prophet_comm_t *c, const void *s, void *r, size_t n,
-                                           ncclDataType_t t, ncclRedOp_t op, CUstream st)
+/* One intercepted ncclAllReduce: its arguments, its stream, and its place in program order
+ * (index and iteration as the learner numbers it: UINT32_MAX and 0 until it is observed). */
+typedef struct prophet_call {
+    const void *sendbuff;
+    void *recvbuff;
+    size_t count;
+    ncclDataType_t dtype;
+    ncclRedOp_t op;
+    CUstream stream;
+    int64_t arrival_us;
+    uint32_t index;
+    uint64_t iteration;
+} prophet_call_t;
+
+static ncclResult_t prophet_real_allreduce(const prophet_comm_t *c, const prophet_call_t *k)
 {
-    return prophet_nccl.AllReduce(s, r, n, t, op, c->handle, st);
+    return prophet_nccl.AllReduce(k->sendbuff, k->recvbuff, k->count, k->dtype, k->op, c->handle,
+                                  k->stream);
+}
+
+static uint64_t prophet_call_bytes(const prophet_call_t *k)
+{
+    return k->count * prophet_dtype_size(k->dtype);
+}
+
+/* The call as a member of a block (or the one member of an observed call's record). */
+static prophet_member_t prophet_call_member(const prophet_call_t *k, CUevent ready)
+{
+    return (prophet_member_t){.sendbuff = k->sendbuff,
+                              .recvbuff = k->recvbuff,
+                              .count = k->count,
+                              .dtype = k->dtype,
+                              .op = k->op,
+                              .ready = ready,
+                              .iteration = k->iteration,
+                              .index = k->index,
+                              .arrival_us = k->arrival_us,
+                              .measure = 0};
 }
 
 /* Calls are held only after the learned period survived this many iteration starts. The learner
@@ -33,81 +79,85 @@ static uint32_t prophet_stable_iters_needed(void)
  * nothing is held (passthrough stays exact). */
 static int prophet_phase_anchored(const prophet_comm_t *c)
 {
-    return c->iter_bytes > 0 && prophet_learner_anchored(c->learner) == PROPHET_LEARN_ANCHOR_BYTES;
+    return c->order.iter_bytes > 0 &&
+           prophet_learner_anchored(c->models.learner) == PROPHET_LEARN_ANCHOR_BYTES;
 }
 
-/* Learner and program-order bookkeeping. Returns the learner flags (< 0: not schedulable). */
-static int prophet_observe(prophet_comm_t *c, const prophet_call_sig_t *sig, int64_t ready_us,
-                           uint32_t *index, uint64_t *iteration)
+/* Learner and program-order bookkeeping: sets k's index and iteration. Returns the learner
+ * flags (< 0: not schedulable). */
+static int prophet_observe(prophet_comm_t *c, prophet_call_t *k, int64_t ready_us)
 {
-    prophet_call_sig_t anon = *sig;
-    int flags = prophet_learner_observe(c->learner, sig, ready_us, index);
+    prophet_call_sig_t sig = {.comm_id = c->id,
+                              .count = k->count,
+                              .dtype = (int32_t)k->dtype,
+                              .op = (int32_t)k->op,
+                              .bytes = prophet_call_bytes(k)};
+    int flags = prophet_learner_observe(c->models.learner, &sig, ready_us, &k->index);
 
-    *iteration = prophet_learner_iteration(c->learner);
+    k->iteration = prophet_learner_iteration(c->models.learner);
     if (flags < 0) {
-        *index = UINT32_MAX;
+        k->index = UINT32_MAX;
         return flags;
     }
     if (flags & PROPHET_LEARN_RELEARN) {
         prophet_msg(PROPHET_LOG_INFO, "comm %lu: call sequence changed; learning again",
                     (unsigned long)c->id);
-        c->iter_len = 0;
-        c->iter_bytes = 0;
-        c->phase_ok = 0;
-        c->stable_iters = 0;
-        c->seq_n = 0;
-        c->seq_n_last = 0;
-        if (c->have_plan)
-            prophet_engine_set_plan(c->engine, NULL);
-        c->have_plan = 0;
-        c->measured_iters = 0;
+        c->order.iter_len = 0;
+        c->order.iter_bytes = 0;
+        c->order.phase_ok = 0;
+        c->order.stable_iters = 0;
+        c->order.seq_n = 0;
+        c->order.seq_n_last = 0;
+        if (c->agree.have_plan)
+            prophet_engine_set_plan(c->models.engine, NULL);
+        c->agree.have_plan = 0;
+        c->order.measured_iters = 0;
         if (prophet_cfg.gate == PROPHET_GATE_HOLD)
-            c->next_agree_iter = UINT64_MAX;
+            c->agree.next_agree_iter = UINT64_MAX;
     }
     if (flags & PROPHET_LEARN_ITER_START) {
         /* Holding needs the learner's boundary to be the job's: every iteration all-reduces the
          * same bytes, so a true boundary has a whole number of iterations' bytes before it since
          * the first call (DDP's first iteration has other buckets but the same bytes). A phase
          * found after a relearn can be off; then nothing is held (passthrough stays exact). */
-        c->phase_ok = prophet_phase_anchored(c);
-        if (c->last_index != UINT32_MAX && c->seq_n > 0 && c->seq_n == c->last_index + 1) {
-            c->seq_n_last = c->seq_n;
-            c->seq_hash_last = prophet_sig_hash(c->seq, c->seq_n);
+        c->order.phase_ok = prophet_phase_anchored(c);
+        if (c->order.last_index != UINT32_MAX && c->order.seq_n > 0 &&
+            c->order.seq_n == c->order.last_index + 1) {
+            c->order.seq_n_last = c->order.seq_n;
+            c->order.seq_hash_last = prophet_sig_hash(c->order.seq, c->order.seq_n);
         }
-        c->seq_n = 0;
-        c->block_number = 0;
-        c->stable_iters++;
+        c->order.seq_n = 0;
+        c->order.block_number = 0;
+        c->order.stable_iters++;
     }
     if (flags & PROPHET_LEARN_READY) {
-        const prophet_profile_t *p = prophet_learner_profile(c->learner);
+        const prophet_profile_t *p = prophet_learner_profile(c->models.learner);
         /* Calls are held only once the profile is ready: a lock on a sub-period (identical
          * layers) breaks before it can become ready in practice, and the length of the true
          * iteration is what closes the last block before the job synchronises. */
-        c->iter_len = p ? p->n_calls : 0;
-        c->iter_bytes = 0;
+        c->order.iter_len = p ? p->n_calls : 0;
+        c->order.iter_bytes = 0;
         for (uint32_t i = 0; p && i < p->n_calls; i++)
-            c->iter_bytes += p->sig[i].bytes;
-        c->phase_ok = *index == 0 && prophet_phase_anchored(c);
+            c->order.iter_bytes += p->sig[i].bytes;
+        c->order.phase_ok = k->index == 0 && prophet_phase_anchored(c);
         /* first plan: agree at the next iteration start (block mode: after measuring) */
-        if (p && !c->have_plan && c->next_agree_iter > *iteration &&
+        if (p && !c->agree.have_plan && c->agree.next_agree_iter > k->iteration &&
             prophet_cfg.gate != PROPHET_GATE_HOLD)
-            c->next_agree_iter = *iteration;
+            c->agree.next_agree_iter = k->iteration;
         prophet_logb_profile(c);
     }
     /* comm_id is left out of the agreed hash: InitAll gives one process's ranks different ids */
-    anon.comm_id = 0;
-    if (*index != UINT32_MAX && c->seq_n < PROPHET_MAX_CALLS)
-        c->seq[c->seq_n++] = anon;
-    c->last_index = *index;
+    sig.comm_id = 0;
+    if (k->index != UINT32_MAX && c->order.seq_n < PROPHET_MAX_CALLS)
+        c->order.seq[c->order.seq_n++] = sig;
+    c->order.last_index = k->index;
     return flags;
 }
 
 /* Observed passthrough (observe mode, or hold mode while the iteration is unknown): the call runs
  * on the caller's stream between a ready event and an end event that the poller turns into
  * readiness and duration. */
-static ncclResult_t prophet_observed_call(prophet_comm_t *c, const void *s, void *r, size_t n,
-                                          ncclDataType_t t, ncclRedOp_t op, CUstream st,
-                                          uint32_t index, uint64_t iteration, int64_t arrival)
+static ncclResult_t prophet_observed_call(prophet_comm_t *c, const prophet_call_t *k)
 {
     prophet_inflight_t *f = malloc(sizeof(*f) + sizeof(f->m[0]));
     CUevent ready = prophet_comm_event_get(c), end = prophet_comm_event_get(c);
@@ -115,18 +165,18 @@ static ncclResult_t prophet_observed_call(prophet_comm_t *c, const void *s, void
     CUresult rc = CUDA_SUCCESS;
 
     c->stats.passthrough++;
-    prophet_hold_work_own(st, 0); /* real work of the job on st */
-    if (!f || !ready || !end || (rc = prophet_cu.EventRecord(ready, st)) != CUDA_SUCCESS) {
+    prophet_hold_work_own(k->stream, 0); /* real work of the job on the stream */
+    if (!f || !ready || !end || (rc = prophet_cu.EventRecord(ready, k->stream)) != CUDA_SUCCESS) {
         if (rc != CUDA_SUCCESS)
             prophet_comm_fail(c, "cuEventRecord", rc);
         free(f);
         prophet_comm_event_put(c, ready);
         prophet_comm_event_put(c, end);
-        return prophet_real_allreduce(c, s, r, n, t, op, st);
+        return prophet_real_allreduce(c, k);
     }
     f->release_us = prophet_now_us();
-    nrc = prophet_real_allreduce(c, s, r, n, t, op, st);
-    if ((rc = prophet_cu.EventRecord(end, st)) != CUDA_SUCCESS) {
+    nrc = prophet_real_allreduce(c, k);
+    if ((rc = prophet_cu.EventRecord(end, k->stream)) != CUDA_SUCCESS) {
         prophet_comm_fail(c, "cuEventRecord", rc);
         /* the ready event was recorded: keep it out of the pool until it fires (leak is tiny) */
         free(f);
@@ -137,9 +187,9 @@ static ncclResult_t prophet_observed_call(prophet_comm_t *c, const void *s, void
     f->deferred = 0;
     f->start = ready;
     f->end = end;
-    f->bytes = n * prophet_dtype_size(t);
-    f->block = c->block_number++;
-    f->m[0] = (prophet_member_t){s, r, n, t, op, ready, iteration, index, arrival, 0};
+    f->bytes = prophet_call_bytes(k);
+    f->block = c->order.block_number++;
+    f->m[0] = prophet_call_member(k, ready);
     prophet_inflight_push(c, f);
     return nrc;
 }
@@ -148,7 +198,8 @@ static ncclResult_t prophet_observed_call(prophet_comm_t *c, const void *s, void
  * (program-order facts, equal on every rank; they change only at iteration starts). */
 static int prophet_holding(const prophet_comm_t *c)
 {
-    return c->iter_len && c->phase_ok && c->stable_iters >= prophet_stable_iters_needed();
+    return c->order.iter_len && c->order.phase_ok &&
+           c->order.stable_iters >= prophet_stable_iters_needed();
 }
 
 /* Block mode, at each iteration start (program order, alike on every rank): is this a
@@ -156,63 +207,62 @@ static int prophet_holding(const prophet_comm_t *c)
  * held count (before that, calls pass through and their readiness is our own schedule's). */
 static void prophet_measure_step(prophet_comm_t *c, uint64_t iteration)
 {
-    c->measuring = prophet_cfg.gate == PROPHET_GATE_HOLD && prophet_holding(c) &&
-                   (!c->have_plan || iteration % PROPHET_MEASURE_EVERY == 0);
-    c->measure_phase = (iteration / PROPHET_MEASURE_EVERY) % 2 ? PROPHET_BLOCK_MAX / 2 : 0;
-    if (!c->measuring)
+    c->order.measuring = prophet_cfg.gate == PROPHET_GATE_HOLD && prophet_holding(c) &&
+                         (!c->agree.have_plan || iteration % PROPHET_MEASURE_EVERY == 0);
+    c->order.measure_phase = (iteration / PROPHET_MEASURE_EVERY) % 2 ? PROPHET_BLOCK_MAX / 2 : 0;
+    if (!c->order.measuring)
         return;
-    if (++c->measured_iters == PROPHET_MEASURE_WARMUP + 1 && !c->have_plan && !c->plan_pending)
-        c->next_agree_iter = iteration + 1; /* agree at the next iteration start */
+    if (++c->order.measured_iters == PROPHET_MEASURE_WARMUP + 1 && !c->agree.have_plan &&
+        !c->agree.plan_pending)
+        c->agree.next_agree_iter = iteration + 1; /* agree at the next iteration start */
 }
 
 /* Block mode: does the call just added close its block? Program-order data only. */
 static int prophet_closes_block(const prophet_comm_t *c, uint32_t index)
 {
-    const prophet_block_t *b = &c->pending;
+    const prophet_block_t *b = &c->blocks.pending;
 
     if (b->n >= PROPHET_BLOCK_MAX)
         return 1;
-    if (c->iter_len && index + 1 >= c->iter_len)
+    if (c->order.iter_len && index + 1 >= c->order.iter_len)
         return 1; /* blocks never span iterations */
-    if (c->have_plan && !c->measuring)
-        return prophet_engine_closes_block(c->engine, index);
+    if (c->agree.have_plan && !c->order.measuring)
+        return prophet_engine_closes_block(c->models.engine, index);
     /* Measurement iterations, which are also the built-in policy until a plan is agreed (every
      * held iteration measures then): runs of PROPHET_BLOCK_MAX consecutive calls. */
-    return (index + 1 + c->measure_phase) % PROPHET_BLOCK_MAX == 0;
+    return (index + 1 + c->order.measure_phase) % PROPHET_BLOCK_MAX == 0;
 }
 
-static ncclResult_t prophet_hold(prophet_comm_t *c, const void *s, void *r, size_t n,
-                                 ncclDataType_t t, ncclRedOp_t op, CUstream st, uint32_t index,
-                                 uint64_t iteration, int64_t arrival)
+static ncclResult_t prophet_hold(prophet_comm_t *c, const prophet_call_t *k)
 {
-    prophet_block_t *b = &c->pending;
+    prophet_block_t *b = &c->blocks.pending;
     CUevent ready = prophet_comm_event_get(c);
     CUresult rc = CUDA_ERROR_OUT_OF_MEMORY;
 
-    if (!ready || (rc = prophet_cu.EventRecord(ready, st)) != CUDA_SUCCESS) {
+    if (!ready || (rc = prophet_cu.EventRecord(ready, k->stream)) != CUDA_SUCCESS) {
         prophet_comm_event_put(c, ready);
         prophet_comm_fail(c, "cuEventRecord", rc);
         prophet_release_pending(c); /* falls back to the members' stream */
-        return prophet_real_allreduce(c, s, r, n, t, op, st);
+        return prophet_real_allreduce(c, k);
     }
     if (b->n == 0) {
-        b->stream = st;
+        b->stream = k->stream;
         b->owner = pthread_self();
-        b->number = c->block_number;
+        b->number = c->order.block_number;
     }
-    b->m[b->n++] = (prophet_member_t){s, r, n, t, op, ready, iteration, index, arrival, 0};
+    b->m[b->n++] = prophet_call_member(k, ready);
     /* A block's first member may wait behind the previous block's gate: its ready event then
      * measures our own schedule, not the job. The others are true readiness (the first call of
      * the iteration too: the job's own end-of-iteration wait precedes it). */
-    b->m[b->n - 1].measure = c->measuring && (b->n > 1 || index == 0);
-    b->bytes += n * prophet_dtype_size(t);
-    b->last_arrival_us = arrival;
+    b->m[b->n - 1].measure = c->order.measuring && (b->n > 1 || k->index == 0);
+    b->bytes += prophet_call_bytes(k);
+    b->last_arrival_us = k->arrival_us;
     b->stall_warned = 0;
-    prophet_hold_call_held(c, st, c->gate_gen + 1);
-    if (prophet_closes_block(c, index))
+    prophet_hold_call_held(c, k->stream, c->gpu.gate_gen + 1);
+    if (prophet_closes_block(c, k->index))
         return prophet_release_pending(c);
     prophet_msg(PROPHET_LOG_TRACE, "comm %lu iteration %lu: call #%u held in block %u (%u calls)",
-                (unsigned long)c->id, (unsigned long)iteration, index, b->number, b->n);
+                (unsigned long)c->id, (unsigned long)k->iteration, k->index, b->number, b->n);
     return ncclSuccess;
 }
 
@@ -224,56 +274,65 @@ static int prophet_ranges_overlap(uintptr_t a, size_t na, uintptr_t b, size_t nb
     return a < b + nb && b < a + na;
 }
 
-static int prophet_may_join(prophet_comm_t *c, const void *s, void *r, size_t bytes, CUstream st)
+static int prophet_may_join(prophet_comm_t *c, const prophet_call_t *k)
 {
-    const prophet_block_t *b = &c->pending;
+    const prophet_block_t *b = &c->blocks.pending;
+    size_t bytes = prophet_call_bytes(k);
+    uintptr_t s = (uintptr_t)k->sendbuff, r = (uintptr_t)k->recvbuff;
 
     for (uint32_t i = 0; i < b->n; i++) {
         const prophet_member_t *m = &b->m[i];
         size_t mb = m->count * prophet_dtype_size(m->dtype);
         uintptr_t ms = (uintptr_t)m->sendbuff, mr = (uintptr_t)m->recvbuff;
-        if (prophet_ranges_overlap((uintptr_t)r, bytes, ms, mb) ||
-            prophet_ranges_overlap((uintptr_t)r, bytes, mr, mb) ||
-            prophet_ranges_overlap((uintptr_t)s, bytes, mr, mb))
+        if (prophet_ranges_overlap(r, bytes, ms, mb) || prophet_ranges_overlap(r, bytes, mr, mb) ||
+            prophet_ranges_overlap(s, bytes, mr, mb))
             return 0;
     }
-    return prophet_hold_may_join(c, st, c->gate_gen + 1);
+    return prophet_hold_may_join(c, k->stream, c->gpu.gate_gen + 1);
 }
 
 /* Arguments NCCL might reject, or custom reduction ops: never deferred, so that NCCL's own
  * error reaches the caller from the call that caused it. */
-static int prophet_schedulable_args(size_t n, ncclDataType_t t, ncclRedOp_t op)
+static int prophet_schedulable_args(const prophet_call_t *k)
 {
-    return n > 0 && (unsigned)t < ncclNumTypes && (unsigned)op < ncclNumOps;
+    return k->count > 0 && (unsigned)k->dtype < ncclNumTypes && (unsigned)k->op < ncclNumOps;
 }
 
-static ncclResult_t prophet_allreduce_in(prophet_comm_t *c, const void *s, void *r, size_t n,
-                                         ncclDataType_t t, ncclRedOp_t op, CUstream st);
+static ncclResult_t prophet_allreduce_in(prophet_comm_t *c, const void *sendbuff, void *recvbuff,
+                                         size_t count, ncclDataType_t datatype, ncclRedOp_t op,
+                                         CUstream stream);
 
 /* The whole interception runs inside the preload (its own CUDA and NCCL calls pass the wrappers).
  */
-ncclResult_t prophet_allreduce(prophet_comm_t *c, const void *s, void *r, size_t n,
-                               ncclDataType_t t, ncclRedOp_t op, CUstream st)
+ncclResult_t prophet_allreduce(prophet_comm_t *c, const void *sendbuff, void *recvbuff,
+                               size_t count, ncclDataType_t datatype, ncclRedOp_t op,
+                               CUstream stream)
 {
     ncclResult_t nrc;
 
     if (prophet_cfg.gate == PROPHET_GATE_HOLD && prophet_group_depth() == 0)
-        prophet_hold_before_call(c, st);
+        prophet_hold_before_call(c, stream);
     prophet_hold_enter();
-    nrc = prophet_allreduce_in(c, s, r, n, t, op, st);
+    nrc = prophet_allreduce_in(c, sendbuff, recvbuff, count, datatype, op, stream);
     prophet_hold_leave();
     return nrc;
 }
 
-static ncclResult_t prophet_allreduce_in(prophet_comm_t *c, const void *s, void *r, size_t n,
-                                         ncclDataType_t t, ncclRedOp_t op, CUstream st)
+static ncclResult_t prophet_allreduce_in(prophet_comm_t *c, const void *sendbuff, void *recvbuff,
+                                         size_t count, ncclDataType_t datatype, ncclRedOp_t op,
+                                         CUstream stream)
 {
-    prophet_call_sig_t sig = {c->id, n, (int32_t)t, (int32_t)op, n * prophet_dtype_size(t)};
-    int64_t arrival = prophet_now_us();
+    prophet_call_t k = {.sendbuff = sendbuff,
+                        .recvbuff = recvbuff,
+                        .count = count,
+                        .dtype = datatype,
+                        .op = op,
+                        .stream = stream,
+                        .arrival_us = prophet_now_us(),
+                        .index = UINT32_MAX,
+                        .iteration = 0};
     int in_group = prophet_group_depth() > 0;
     CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
-    uint32_t index = UINT32_MAX;
-    uint64_t iteration = 0;
     ncclResult_t nrc;
     CUresult rc;
     int flags;
@@ -282,13 +341,13 @@ static ncclResult_t prophet_allreduce_in(prophet_comm_t *c, const void *s, void 
     c->stats.calls++;
     /* non-blocking comms and odd arguments: the same on every rank; the setup (and its vote, a
      * host wait) at the first such call outside a user group, also the same on every rank */
-    if (!c->blocking || !prophet_schedulable_args(n, t, op) || (!c->setup && in_group) ||
-        prophet_comm_setup(c, st) != 0)
+    if (!c->blocking || !prophet_schedulable_args(&k) || (!c->setup && in_group) ||
+        prophet_comm_setup(c, k.stream) != 0)
         goto passthrough;
     /* A comm switched to passthrough by an error of ours keeps observing, so that it keeps
      * taking part in the plan broadcasts that its peers issue (the NCCL sequence stays equal). */
     if (!in_group && !c->passthrough) {
-        if ((rc = prophet_cu.StreamIsCapturing(st, &cap)) != CUDA_SUCCESS) {
+        if ((rc = prophet_cu.StreamIsCapturing(k.stream, &cap)) != CUDA_SUCCESS) {
             prophet_comm_fail(c, "cuStreamIsCapturing", rc);
             goto passthrough;
         }
@@ -296,36 +355,36 @@ static ncclResult_t prophet_allreduce_in(prophet_comm_t *c, const void *s, void 
             prophet_msg(PROPHET_LOG_TRACE,
                         "comm %lu: passthrough allreduce count=%zu: stream %p "
                         "is capturing",
-                        (unsigned long)c->id, n, (void *)st);
+                        (unsigned long)c->id, k.count, (void *)k.stream);
             goto passthrough;
         }
     }
-    flags = prophet_observe(c, &sig, in_group ? arrival : -1, &index, &iteration);
+    flags = prophet_observe(c, &k, in_group ? k.arrival_us : -1);
     if (in_group) {
         /* inside the user's group: it joins that group, untouched (pending blocks were
          * released at the outermost ncclGroupStart) */
         prophet_msg(PROPHET_LOG_TRACE, "comm %lu: passthrough allreduce count=%zu in a user group",
-                    (unsigned long)c->id, n);
+                    (unsigned long)c->id, k.count);
         goto passthrough;
     }
     /* program-order release points before this call joins anything */
-    if (c->pending.n && (c->pending.stream != st || flags < 0 ||
-                         (flags & (PROPHET_LEARN_ITER_START | PROPHET_LEARN_RELEARN)) ||
-                         !prophet_may_join(c, s, r, sig.bytes, st)))
+    if (c->blocks.pending.n && (c->blocks.pending.stream != k.stream || flags < 0 ||
+                                (flags & (PROPHET_LEARN_ITER_START | PROPHET_LEARN_RELEARN)) ||
+                                !prophet_may_join(c, &k)))
         prophet_release_pending(c);
     if (flags >= 0 && (flags & PROPHET_LEARN_ITER_START)) {
-        prophet_agreement_step(c, iteration);
-        prophet_measure_step(c, iteration);
+        prophet_agreement_step(c, k.iteration);
+        prophet_measure_step(c, k.iteration);
     }
     if (c->passthrough)
         goto passthrough;
-    if (prophet_cfg.gate != PROPHET_GATE_HOLD || index == UINT32_MAX || flags < 0 ||
+    if (prophet_cfg.gate != PROPHET_GATE_HOLD || k.index == UINT32_MAX || flags < 0 ||
         !prophet_holding(c)) {
-        nrc = prophet_observed_call(c, s, r, n, t, op, st, index, iteration, arrival);
+        nrc = prophet_observed_call(c, &k);
         pthread_mutex_unlock(&c->lock);
         return nrc;
     }
-    nrc = prophet_hold(c, s, r, n, t, op, st, index, iteration, arrival);
+    nrc = prophet_hold(c, &k);
     pthread_mutex_unlock(&c->lock);
     return nrc;
 passthrough:
@@ -333,9 +392,9 @@ passthrough:
     if (!in_group)
         prophet_release_pending(c);
     c->stats.passthrough++;
-    prophet_hold_work_own(st, 0); /* real work of the job on st */
+    prophet_hold_work_own(k.stream, 0); /* real work of the job on the stream */
     pthread_mutex_unlock(&c->lock);
-    return prophet_nccl.AllReduce(s, r, n, t, op, c->handle, st);
+    return prophet_real_allreduce(c, &k);
 }
 
 void prophet_comm_barrier(ncclComm_t comm)

@@ -1,6 +1,7 @@
 /* The process's configuration, loaded once by prophet_init() (init.c), and the names it is
  * reported by. Lowest layer: every preload file may read it; it calls nothing in preload/. */
-#include "prophet_preload.h"
+#include "settings.h"
+#include "prophet/sched.h"
 
 prophet_config_t prophet_cfg = {.debug = PROPHET_LOG_WARN};
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds what a user installs (target prophet-dist: libprophet.so, its eBPF plugin and the programs)
-# with every CMake build type and every compiler, warnings as errors, in build-matrix/CC-TYPE.
+# with every CMake build type and every compiler, warnings as errors, in build-matrix/CC-TYPE; then
+# libprophet.so once without the schedule-log writer (build-matrix/gcc-nolog).
 #   scripts/build-matrix.sh [--compilers "gcc clang"] [--types "Debug Release ..."] [--out DIR]
 # Exit status: the number of configurations that failed (0: all built clean).
 set -uo pipefail
@@ -37,4 +38,20 @@ for cc in $compilers; do
     fi
   done
 done
+# The optional parts' other files (stubs that CMake picks instead of #ifdef branches): the
+# preload without the schedule-log writer (preload/log_bridge_stub.c), built once, and its file
+# graph checked like the default one.
+dir=$out/gcc-nolog
+t0=$SECONDS
+if cmake -S . -B "$dir" "${gen[@]}" -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+     -DPROPHET_WERROR=ON -DPROPHET_SCHEDULE_LOG=OFF >"$dir.log" 2>&1 &&
+   cmake --build "$dir" -j"$jobs" --target prophet >>"$dir.log" 2>&1 &&
+   ! nm "$dir/lib/libprophet.so" | grep -q " prophet_log_open$" &&
+   bash scripts/callgraph-check.sh "$dir/preload/CMakeFiles/prophet.dir" >>"$dir.log" 2>&1; then
+  echo "build-matrix: gcc RelWithDebInfo -DPROPHET_SCHEDULE_LOG=OFF ok ($((SECONDS - t0)) s)"
+else
+  echo "build-matrix: gcc RelWithDebInfo -DPROPHET_SCHEDULE_LOG=OFF FAILED ($dir.log):"
+  grep -E "error|warning|callgraph" "$dir.log" | head -20
+  failed=$((failed + 1))
+fi
 exit $failed

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Call graph of preload/ by file, from the object files: for each preload .o, which other preload
 # .o's global symbols (functions and data) it references (nm: U in the user, T/D/B/R/C in the
-# owner). Prints the edges "user -> owner" and fails (exit 1) when they form a cycle.
+# owner). Prints the edges "user -> owner" and fails (exit 1) when they form a cycle, or when a
+# user does not include its owner's header itself (preload/X.c uses Y.c: X.c has #include "Y.h";
+# bw_loader.c's header is include/prophet/bw.h).
 #   scripts/callgraph-check.sh [OBJDIR]   (default build/preload/CMakeFiles/prophet.dir)
 #   scripts/callgraph-check.sh --edges [OBJDIR]   print the edges as well
 set -euo pipefail
@@ -28,4 +30,16 @@ if ! tsort <"$tmp/edges" >/dev/null 2>"$tmp/err" || [ -s "$tmp/err" ]; then
   sed -e 's/^tsort: -: input contains a loop:$/  loop:/' -e 's/^tsort: /    /' "$tmp/err" >&2
   exit 1
 fi
-echo "callgraph-check: $(wc -l <"$tmp/edges") file edges, no cycle"
+# each file includes the header of every file it uses (not through another header)
+src=$(cd "$(dirname "$0")/../preload" && pwd)
+missing=0
+while read -r user owner; do
+  hdr=${owner%_stub}.h # a stub file (X_stub.c) implements X.h
+  [ "$owner" = bw_loader ] && hdr=prophet/bw.h
+  if ! grep -q "^#include \"$hdr\"" "$src/$user.c"; then
+    echo "callgraph-check: $user.c uses $owner.c but does not #include \"$hdr\"" >&2
+    missing=1
+  fi
+done <"$tmp/edges"
+[ $missing -eq 0 ] || exit 1
+echo "callgraph-check: $(wc -l <"$tmp/edges") file edges, no cycle, each user includes its owner's header"

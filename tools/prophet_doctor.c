@@ -483,7 +483,8 @@ static void check_knobs(prophet_config_t *cfg)
     for (char *l = strtok(errs, "\n"); bad && l; l = strtok(NULL, "\n"))
         line("FAIL", "knobs", "correct or unset the variable", "%s",
              strncmp(l, "prophet: WARN ", 14) ? l : l + 14);
-    const char *debug[] = {"NONE", "WARN", "INFO", "TRACE"};
+    static const char *const debug[] = {PROPHET_VALUES_debug(PROPHET_ENUM_NAME)};
+    static const char *const bwmon[] = {PROPHET_VALUES_bwmon(PROPHET_ENUM_NAME)};
     char bw[64] = "fitted";
     if (cfg->bandwidth_Bps > 0)
         snprintf(bw, sizeof(bw), "%.0f B/s", cfg->bandwidth_Bps);
@@ -492,9 +493,8 @@ static void check_knobs(prophet_config_t *cfg)
          "BANDWIDTH=%s BWMON=%s LOG=%s",
          cfg->disable, debug[cfg->debug & 3],
          cfg->policy_set ? prophet_policy_name(cfg->policy) : "(best measured)",
-         prophet_gate_name(cfg->gate), cfg->learn_iters, cfg->replan_iters,
-         cfg->stall_ms, bw, (const char *[]){"auto", "off", "process", "daemon"}[cfg->bwmon & 3],
-         cfg->log_dir[0] ? cfg->log_dir : "(none)");
+         prophet_gate_name(cfg->gate), cfg->learn_iters, cfg->replan_iters, cfg->stall_ms, bw,
+         bwmon[cfg->bwmon & 3], cfg->log_dir[0] ? cfg->log_dir : "(none)");
 }
 
 int main(int argc, char **argv)

@@ -12,11 +12,9 @@
 
 #define EXIT_USAGE 2
 
+/* the names of include/prophet/config.h's one list (prophet-sim does not link the parser) */
 static const char *const policy_names[PROPHET_POLICY_COUNT] = {
-    [PROPHET_POLICY_PASSTHROUGH] = "passthrough", [PROPHET_POLICY_FUSION] = "fusion",
-    [PROPHET_POLICY_BUCKETS] = "buckets",         [PROPHET_POLICY_PROPHET] = "prophet",
-    [PROPHET_POLICY_OPTIMAL] = "optimal",
-};
+    PROPHET_VALUES_policy(PROPHET_ENUM_NAME)};
 
 static const char usage_text[] =
     "Usage: prophet-sim --profile FILE [OPTION]...\n"
@@ -95,7 +93,6 @@ static int split_number(const char *s, double *v, const char **unit)
     return 0;
 }
 
-#ifdef PROPHET_SIM_HAVE_CONFIG
 /* The same parsers as PROPHET_BANDWIDTH and the PROPHET_*_BYTES knobs (preload/config.c). */
 static int parse_bandwidth(const char *s, double *Bps)
 {
@@ -106,92 +103,6 @@ static int parse_size(const char *s, uint64_t *bytes)
 {
     return prophet_parse_bytes(s, bytes);
 }
-#else
-/* Built without preload/ (no prophet_config library): the same grammar, written here. */
-typedef struct unit_scale {
-    const char *unit;
-    double scale;
-} unit_scale_t;
-
-static int scaled(const char *s, const unit_scale_t *units, size_t n, double *out)
-{
-    const char *unit;
-    double v;
-
-    if (split_number(s, &v, &unit))
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(unit, units[i].unit) == 0) {
-            *out = v * units[i].scale;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-static int parse_bandwidth(const char *s, double *Bps)
-{
-    static const unit_scale_t units[] = {
-        {"", 1},
-        {"B", 1},
-        {"B/s", 1},
-        {"KB", 1e3},
-        {"KB/s", 1e3},
-        {"MB", 1e6},
-        {"MB/s", 1e6},
-        {"GB", 1e9},
-        {"GB/s", 1e9},
-        {"KiB", 1024.0},
-        {"KiB/s", 1024.0},
-        {"MiB", 1048576.0},
-        {"MiB/s", 1048576.0},
-        {"GiB", 1073741824.0},
-        {"GiB/s", 1073741824.0},
-        {"bit", 0.125},
-        {"bps", 0.125},
-        {"Kbit", 125},
-        {"Kbps", 125},
-        {"kbit", 125},
-        {"kbps", 125},
-        {"Mbit", 125e3},
-        {"Mbps", 125e3},
-        {"Gbit", 125e6},
-        {"Gbps", 125e6},
-        {"Tbit", 125e9},
-        {"Tbps", 125e9},
-    };
-
-    if (scaled(s, units, sizeof(units) / sizeof(units[0]), Bps))
-        return -1;
-    return *Bps > 0 && isfinite(*Bps) ? 0 : -1;
-}
-
-static int parse_size(const char *s, uint64_t *bytes)
-{
-    static const unit_scale_t units[] = {
-        {"", 1},
-        {"B", 1},
-        {"K", 1024.0},
-        {"KB", 1e3},
-        {"KiB", 1024.0},
-        {"k", 1024.0},
-        {"kB", 1e3},
-        {"kiB", 1024.0},
-        {"M", 1048576.0},
-        {"MB", 1e6},
-        {"MiB", 1048576.0},
-        {"G", 1073741824.0},
-        {"GB", 1e9},
-        {"GiB", 1073741824.0},
-    };
-    double v;
-
-    if (scaled(s, units, sizeof(units) / sizeof(units[0]), &v) || v > 1.8e19)
-        return -1;
-    *bytes = (uint64_t)llround(v);
-    return 0;
-}
-#endif
 
 static int parse_time_us(const char *s, double *us)
 {

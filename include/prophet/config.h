@@ -1,85 +1,152 @@
-/* Every PROPHET_* knob, parsed and validated in one place (preload/config.c).
- * The table below is the documentation: name, type, default, meaning. */
+/* Every PROPHET_* knob, declared once in PROPHET_KNOBS below and parsed and validated in one
+ * place (preload/config.c). */
 #ifndef PROPHET_CONFIG_H
 #define PROPHET_CONFIG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
-typedef enum prophet_log_level {
-    PROPHET_LOG_NONE = 0,
-    PROPHET_LOG_WARN = 1,
-    PROPHET_LOG_INFO = 2,
-    PROPHET_LOG_TRACE = 3,
-} prophet_log_level_t;
+/* The names each enum knob takes, in value order: V(enumerator, name). The enums below and the
+ * parser's name tables are made from these lists. */
+#define PROPHET_VALUES_debug(V)                                                                    \
+    V(PROPHET_LOG_NONE, "NONE")                                                                    \
+    V(PROPHET_LOG_WARN, "WARN")                                                                    \
+    V(PROPHET_LOG_INFO, "INFO")                                                                    \
+    V(PROPHET_LOG_TRACE, "TRACE")
+#define PROPHET_VALUES_policy(V)                                                                   \
+    V(PROPHET_POLICY_PASSTHROUGH, "passthrough")                                                   \
+    V(PROPHET_POLICY_FUSION, "fusion")                                                             \
+    V(PROPHET_POLICY_BUCKETS, "buckets")                                                           \
+    V(PROPHET_POLICY_PROPHET, "prophet")                                                           \
+    V(PROPHET_POLICY_OPTIMAL, "optimal")
+/* observe: learn, plan and log only, every call goes to NCCL at once; hold: the default, hold
+ * completions and regroup (docs/completion-holding.md). PROPHET_GATE=call is a deprecated alias of
+ * observe; block was removed and means hold (config.c, prophet_cfg_gate_alias). */
+#define PROPHET_VALUES_gate(V)                                                                     \
+    V(PROPHET_GATE_OBSERVE, "observe")                                                             \
+    V(PROPHET_GATE_HOLD, "hold")
+/* auto: in-process probe if privileged, else prophet-bwmon's pin, else fitted; process: only the
+ * in-process probe; daemon: only prophet-bwmon's pinned map */
+#define PROPHET_VALUES_bwmon(V)                                                                    \
+    V(PROPHET_BWMON_AUTO, "auto")                                                                  \
+    V(PROPHET_BWMON_OFF, "off")                                                                    \
+    V(PROPHET_BWMON_PROCESS, "process")                                                            \
+    V(PROPHET_BWMON_DAEMON, "daemon")
 
+#define PROPHET_ENUM_ITEM(id, name) id,
+#define PROPHET_ENUM_NAME(id, name) [id] = name,
+
+typedef enum prophet_log_level { PROPHET_VALUES_debug(PROPHET_ENUM_ITEM) } prophet_log_level_t;
 typedef enum prophet_policy {
-    PROPHET_POLICY_PASSTHROUGH = 0,
-    PROPHET_POLICY_FUSION,
-    PROPHET_POLICY_BUCKETS,
-    PROPHET_POLICY_PROPHET,
-    PROPHET_POLICY_OPTIMAL,
-    PROPHET_POLICY_COUNT
+    PROPHET_VALUES_policy(PROPHET_ENUM_ITEM) PROPHET_POLICY_COUNT
 } prophet_policy_t;
+typedef enum prophet_gate_mode { PROPHET_VALUES_gate(PROPHET_ENUM_ITEM) } prophet_gate_mode_t;
+typedef enum prophet_bwmon_mode { PROPHET_VALUES_bwmon(PROPHET_ENUM_ITEM) } prophet_bwmon_mode_t;
 
-typedef enum prophet_gate_mode {
-    PROPHET_GATE_OBSERVE = 0, /* learn, plan and log only: every call goes to NCCL at once */
-    PROPHET_GATE_HOLD,        /* the default: hold completions, regroup (completion-holding.md) */
-} prophet_gate_mode_t;
+#define PROPHET_PATH_MAX 512 /* PATH knobs: up to 511 characters */
 
-typedef enum prophet_bwmon_mode {
-    PROPHET_BWMON_AUTO =
-        0, /* in-process probe if privileged, else prophet-bwmon's pin, else fitted */
-    PROPHET_BWMON_OFF,
-    PROPHET_BWMON_PROCESS, /* only the in-process probe */
-    PROPHET_BWMON_DAEMON,  /* only prophet-bwmon's pinned map */
-} prophet_bwmon_mode_t;
+/* Every knob, once: X(kind, name, field, type, dflt, lo, hi, shown, help). From this table come
+ * prophet_config_t (below), the defaults, the parser and its messages (preload/config.c), the
+ * field map of test/config and README's knob table (scripts/knob-table.sh, checked by ctest
+ * config.readme_knobs).
+ *   kind   how the value is parsed: BOOL (0/1, true/false, yes/no, on/off), ENUM (one of
+ *          PROPHET_VALUES_<field>, any case), POLICY (an ENUM that also sets <field>_set), U32
+ *          (integer in lo..hi), BYTES (size with K/M/G/KiB/MiB/GiB suffixes, >= lo), RATE
+ *          (bandwidth, > 0), USEC (microseconds in lo..hi), PATH (1 to 511 characters), ITERS (A:B
+ *          with 0 <= A < B; fields <field>_begin and <field>_end)
+ *   name   the variable is PROPHET_<name>
+ *   field  member of prophet_config_t; type: its C type (PATH: char[PROPHET_PATH_MAX])
+ *   dflt   the default (ITERS: the default window is lo:hi)
+ *   shown  the default as messages and README write it; help: README's description */
+#define PROPHET_KNOBS(X)                                                                           \
+    X(BOOL, DISABLE, disable, int, 0, 0, 1, "0", "`1`: pure passthrough, nothing else is touched") \
+    X(ENUM, DEBUG, debug, prophet_log_level_t, PROPHET_LOG_WARN, 0, 0, "WARN",                     \
+      "what is written to stderr; lines start with `prophet:`, `NONE` silences warnings")          \
+    X(ENUM, GATE, gate, prophet_gate_mode_t, PROPHET_GATE_HOLD, 0, 0, "hold",                      \
+      "what the preload does with an all-reduce (above)")                                          \
+    X(POLICY, POLICY, policy, prophet_policy_t, PROPHET_POLICY_OPTIMAL, 0, 0, "optimal",           \
+      "the planner (`optimal`, the MG-WFBP dynamic programme, is the default because it is best "  \
+      "in every simulated and measured case)")                                                     \
+    X(U32, STALL_MS, stall_ms, uint32_t, 50, 1, 60000, "50",                                       \
+      "warn once when a held block waits this many milliseconds for its next call")                \
+    X(U32, LEARN_ITERS, learn_iters, uint32_t, 5, 2, 1000, "5",                                    \
+      "iterations observed before the first plan")                                                 \
+    X(U32, REPLAN_ITERS, replan_iters, uint32_t, 50, 1, 100000, "50",                              \
+      "iterations between plan agreements")                                                        \
+    X(RATE, BANDWIDTH, bandwidth_Bps, double, 0, 0, 0, "fitted",                                   \
+      "fix the bandwidth instead of fitting it from NCCL operations")                              \
+    X(USEC, ALPHA_US, alpha_us, double, -1, 0, 1e7, "fitted",                                      \
+      "fix the per-operation cost, in microseconds")                                               \
+    X(BYTES, FUSION_BYTES, fusion_bytes, uint64_t, 64ull << 20, 1, 0, "64MiB",                     \
+      "the `fusion` policy's threshold")                                                           \
+    X(U32, CYCLE_US, cycle_us, uint32_t, 1000, 1, 10000000, "1000",                                \
+      "the `fusion` policy's cycle, in microseconds")                                              \
+    X(BYTES, BUCKET_BYTES, bucket_bytes, uint64_t, 25ull << 20, 1, 0, "25MiB",                     \
+      "the `buckets` policy's bucket size (the first bucket 1MiB)")                                \
+    X(BYTES, CREDIT_BYTES, credit_bytes, uint64_t, 0, 0, 0, "0",                                   \
+      "the `prophet` policy's credit window after gradient 0 (`0`: auto)")                         \
+    X(ENUM, BWMON, bwmon, prophet_bwmon_mode_t, PROPHET_BWMON_AUTO, 0, 0, "auto",                  \
+      "eBPF throughput: `auto` is prophet-bwmon's maps, else an in-process probe, else fitted; "   \
+      "`process` and `daemon` only one of the two")                                                \
+    X(PATH, BWMON_PIN, bwmon_pin, char, "/sys/fs/bpf/prophet", 0, 0, "/sys/fs/bpf/prophet",        \
+      "prophet-bwmon's bpffs directory")                                                           \
+    X(PATH, LOG, log_dir, char, "", 0, 0, "unset",                                                 \
+      "directory for JSON schedule logs, one file per rank")                                       \
+    X(ITERS, LOG_ITERS, log_iter, uint32_t, 0, 0, 100, "0:100",                                    \
+      "iterations logged, `A:B` (B exclusive)")                                                    \
+    X(BOOL, TRACE, trace, int, 0, 0, 1, "0", "`1`: also a Chrome/Perfetto trace next to each log") \
+    X(PATH, NCCL_LIB, nccl_lib, char, "", 0, 0, "unset",                                           \
+      "the real NCCL to use instead of the one the job loaded")                                    \
+    X(PATH, CUDA_LIB, cuda_lib, char, "libcuda.so.1", 0, 0, "libcuda.so.1",                        \
+      "the CUDA driver to load")
 
-/*  knob                       default          meaning
- *  PROPHET_DISABLE            0                1: pure passthrough, nothing else is touched
- *  PROPHET_DEBUG              WARN             WARN | INFO | TRACE (NONE silences warnings)
- *  PROPHET_POLICY             (best measured)  passthrough | fusion | buckets | prophet | optimal
- *  PROPHET_GATE               hold             hold | observe (call: deprecated alias of observe;
- *                                              block: removed, now means hold)
- *  PROPHET_STALL_MS           50               release a pending block whose next member is late
- * (1..60000) PROPHET_NCCL_LIB           (unset)          path of the real libnccl to dlopen instead
- * of RTLD_NEXT PROPHET_CUDA_LIB           libcuda.so.1     the CUDA driver library to dlopen
- *  PROPHET_LEARN_ITERS        5                iterations observed before the first plan (2..1000)
- *  PROPHET_REPLAN_ITERS       50               iterations between plan agreements (1..100000)
- *  PROPHET_BANDWIDTH          (fitted)         fix the bandwidth, e.g. 10Gbit, 1.25GB, 800Mbit
- *  PROPHET_ALPHA_US           (fitted)         fix the per-operation cost in microseconds
- *  PROPHET_FUSION_BYTES       64MiB            fusion policy: threshold (bytes; K/M/G/KiB/MiB
- * suffixes) PROPHET_CYCLE_US           1000             fusion policy: cycle time
- *  PROPHET_BUCKET_BYTES       25MiB            buckets policy: bucket size (first bucket 1MiB)
- *  PROPHET_CREDIT_BYTES       0                prophet policy: credit window after gradient 0 (0 =
- * auto) PROPHET_BWMON              auto             auto | off | process | daemon PROPHET_BWMON_PIN
- * /sys/fs/bpf/prophet   bpffs directory of prophet-bwmon's pinned maps PROPHET_LOG (unset)
- * directory for JSON schedule logs, one file per rank PROPHET_LOG_ITERS          0:100 window of
- * iterations logged, A:B (B exclusive) PROPHET_TRACE              0                1: also write a
- * Chrome trace next to each log
- */
+/* prophet_config_t: one member per knob (two for ITERS, a <field>_set flag for POLICY). */
+#define PROPHET_FIELD_BOOL(type, field) type field;
+#define PROPHET_FIELD_ENUM(type, field) type field;
+#define PROPHET_FIELD_POLICY(type, field)                                                          \
+    type field;                                                                                    \
+    int field##_set; /* 1 if the variable was given */
+#define PROPHET_FIELD_U32(type, field) type field;
+#define PROPHET_FIELD_BYTES(type, field) type field;
+#define PROPHET_FIELD_RATE(type, field) type field;
+#define PROPHET_FIELD_USEC(type, field) type field;
+#define PROPHET_FIELD_PATH(type, field) char field[PROPHET_PATH_MAX];
+#define PROPHET_FIELD_ITERS(type, field) type field##_begin, field##_end;
+#define PROPHET_KNOB_FIELD(kind, name, field, type, dflt, lo, hi, shown, help)                     \
+    PROPHET_FIELD_##kind(type, field)
+
 typedef struct prophet_config {
-    int disable;
-    prophet_log_level_t debug;
-    prophet_policy_t policy;
-    int policy_set; /* 1 if PROPHET_POLICY was given */
-    prophet_gate_mode_t gate;
-    uint32_t stall_ms;
-    char nccl_lib[512];
-    char cuda_lib[512];
-    uint32_t learn_iters;
-    uint32_t replan_iters;
-    double bandwidth_Bps; /* 0 = fitted */
-    double alpha_us;      /* < 0 = fitted */
-    uint64_t fusion_bytes;
-    uint32_t cycle_us;
-    uint64_t bucket_bytes;
-    uint64_t credit_bytes;
-    prophet_bwmon_mode_t bwmon;
-    char bwmon_pin[512];
-    char log_dir[512];
-    uint32_t log_iter_begin, log_iter_end;
-    int trace;
+    PROPHET_KNOBS(PROPHET_KNOB_FIELD)
 } prophet_config_t;
+
+/* The table at run time (README's generated table and test/config read it). */
+typedef enum prophet_knob_kind {
+    PROPHET_KNOB_BOOL,
+    PROPHET_KNOB_ENUM,
+    PROPHET_KNOB_POLICY,
+    PROPHET_KNOB_U32,
+    PROPHET_KNOB_BYTES,
+    PROPHET_KNOB_RATE,
+    PROPHET_KNOB_USEC,
+    PROPHET_KNOB_PATH,
+    PROPHET_KNOB_ITERS,
+} prophet_knob_kind_t;
+
+typedef struct prophet_knob {
+    const char *name;  /* "PROPHET_STALL_MS" */
+    const char *field; /* "stall_ms" (ITERS: the fields are <field>_begin and <field>_end) */
+    prophet_knob_kind_t kind;
+    size_t offset, offset2, size; /* offset2: ITERS' <field>_end, POLICY's <field>_set */
+    const char *const *names;     /* ENUM and POLICY: n_names names in value order */
+    int n_names;
+    double lo, hi;
+    const char *shown, *help;
+} prophet_knob_t;
+
+/* Every knob, in the table's order; *n receives the count. */
+const prophet_knob_t *prophet_config_knobs(int *n);
+/* A range bound as the messages and README write it ("60000", "1e7"); returns buf. */
+const char *prophet_config_number(double v, char *buf, size_t len);
 
 /* The documented defaults, no environment read. */
 void prophet_config_defaults(prophet_config_t *cfg);

@@ -7,8 +7,8 @@
 
 const char *prophet_log_policy_name(prophet_policy_t p)
 {
-    static const char *const names[PROPHET_POLICY_COUNT] = {"passthrough", "fusion", "buckets",
-                                                            "prophet", "optimal"};
+    static const char *const names[PROPHET_POLICY_COUNT] = {
+        PROPHET_VALUES_policy(PROPHET_ENUM_NAME)};
     return (unsigned)p < PROPHET_POLICY_COUNT ? names[p] : "unknown";
 }
 

@@ -23,9 +23,15 @@ for i in range(100):
 t.join()
 ' &
 gpid=$!
-"$bwmon" --watch --json --pid "$gpid" --interval-ms 200 --count 10 > "$out"
-rc=$?
+# the watch runs until the generator is done and two more intervals have passed (SIGINT ends it
+# cleanly): a fixed count raced with a loaded machine, where the transfer took longer
+"$bwmon" --watch --json --pid "$gpid" --interval-ms 200 > "$out" &
+wpid=$!
 wait "$gpid"
+sleep 0.5
+kill -INT "$wpid" 2>/dev/null
+wait "$wpid"
+rc=$?
 [ $rc = 3 ] && { echo "SKIP: may not load BPF here"; exit 77; }
 [ $rc = 0 ] || { echo "FAIL: prophet-bwmon --watch exited with $rc"; exit 1; }
 cat "$out"
@@ -33,7 +39,7 @@ python3 - "$out" "$gpid" <<'PY'
 import json, sys
 path, pid = sys.argv[1], int(sys.argv[2])
 lines = open(path).read().splitlines()
-assert len(lines) == 10, "expected 10 lines, got %d" % len(lines)
+assert len(lines) >= 5, "expected at least 5 lines, got %d" % len(lines)
 recs = [json.loads(l) for l in lines]
 for r in recs:
     for k in ("t", "pid", "tx_bytes", "rx_bytes", "tx_bps", "rx_bps"):

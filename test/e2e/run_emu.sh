@@ -1,6 +1,6 @@
 #!/bin/sh
 # Runs prophet-emu under libprophet.so and checks its outcome and the preload's stderr.
-# usage: run_emu.sh BUILD EXPECT CHECK [VAR=VALUE ...] -- PROPHET-EMU-ARGS...
+# usage: run_emu.sh BUILD EXPECT CHECK PLAN [VAR=VALUE ...] -- PROPHET-EMU-ARGS...
 #   EXPECT  ok     prophet-emu exits 0 (every element of every iteration exact)
 #           wrong  prophet-emu exits 1 and reports a wrong result (a contract test)
 #   CHECK   none | multi (every rank's summary line has blocks>1=N with N > 0)
@@ -10,16 +10,25 @@
 #             same N on every rank: each call observed and handed to NCCL at once, none held)
 #           | warn:REGEX (a 'prophet: WARN' line matching REGEX)
 #           | info:REGEX (a 'prophet: INFO' line matching REGEX)
+#   PLAN    the plan check shared by every e2e test (check_plan.py on the run's PROPHET_LOG):
+#           agreed  every rank's summary has plans>=1 and plan_rejects=0, and every rank agreed
+#                   the same plans
+#           held    agreed, and every iteration after the first plan released its calls as the
+#                   plan in force partitions them
+#           none    no plan expected (calls that vary, passthrough on every rank, a contract test)
 set -u
-build=$1 expect=$2 check=$3
-shift 3
+build=$1 expect=$2 check=$3 plan=$4
+shift 4
 envs=""
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs="$envs $1"; shift; done
 [ $# -gt 0 ] && shift
 out=$(mktemp) || exit 1
-trap 'rm -f "$out"' EXIT
+logs=$(mktemp -d) || exit 1
+trap 'rm -rf "$out" "$logs"' EXIT
+# E2E_PRELOAD_PREFIX: a sanitizer runtime that must come first (CMake sets it in those builds)
 # shellcheck disable=SC2086
-env LD_LIBRARY_PATH="$build/lib/emu" LD_PRELOAD="$build/lib/libprophet.so" $envs \
+env LD_LIBRARY_PATH="$build/lib/emu" LD_PRELOAD="${E2E_PRELOAD_PREFIX:+$E2E_PRELOAD_PREFIX }$build/lib/libprophet.so" \
+    PROPHET_LOG="$logs" PROPHET_LOG_ITERS=0:1000000 $envs \
     "$build/bin/prophet-emu" --timeout 120 --quiet "$@" >"$out" 2>&1
 rc=$?
 fail() { echo "FAIL: $*"; echo "---- output (tail)"; tail -n 40 "$out"; exit 1; }
@@ -71,5 +80,16 @@ info:*)
     grep -Eq "prophet: INFO .*$re" "$out" || fail "no INFO line matching '$re'"
     grep -E "prophet: INFO .*$re" "$out" | tail -n 1 ;;
 *) fail "bad CHECK $check" ;;
+esac
+case $plan in
+none) ;;
+agreed | held)
+    [ "$summaries" -eq "$ranks" ] || fail "$summaries summary lines for $ranks ranks"
+    bad=$(grep "prophet: INFO summary comm" "$out" | grep -Evc " plans=[1-9][0-9]* plan_rejects=0 ")
+    [ "$bad" -eq 0 ] || fail "$bad rank(s) agreed no plan or rejected one (summary: plans, plan_rejects)"
+    python3 "$(dirname "$0")/check_plan.py" "$logs" "$ranks" "$plan" >"$out.plan" 2>&1 ||
+        { cat "$out.plan"; rm -f "$out.plan"; fail "the plan check failed"; }
+    cat "$out.plan"; rm -f "$out.plan" ;;
+*) fail "bad PLAN $plan" ;;
 esac
 echo "PASS"

@@ -174,3 +174,4 @@ size_t fault_unreduced(int rank, int k, int iter, CUdeviceptr d, float *h, size_
         same += h[i] == fault_value(rank, k, iter, i);
     return same;
 }
+

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "emu_nccl_hooks.h"
+
 #define FAULT_MAX_IDS 4
 
 /* One rank: `ids` holds nids unique ids made by the parent. Returns the rank's exit code. */

@@ -9,7 +9,10 @@ usage: fault_emu.py CASE BUILD PROFILE_DIR [key=value ...]
   jitter  a random host delay before every all-reduce, different per rank: exact, no hang
   soak    many iterations with --rss: each rank's resident memory grows < `max_kb` after warm-up
           and its malloc bytes in use (mallinfo2) < `max_heap_kb`
-Common keys: preload=0|1, gate=call|block, ranks, mode, iters, profile, scale, es (elements
+Common keys: preload=0|1, gate=MODE (PROPHET_GATE; unset: the test's environment decides), held=1
+(the fault must find all-reduces HELD by the preload: prophet-emu counts the calls it issued that
+have not reached the emulated NCCL, at the kill or change point, or over the run for jitter and
+soak; without held=1 a run with gate=call must hold none), ranks, mode, iters, profile, scale, es (elements
 scale), env=VAR=VALUE,VAR=VALUE, extra=--opt,value (more prophet-emu arguments). Prints PASS or FAIL with the reason and the output's tail.
 """
 import json
@@ -41,7 +44,8 @@ def run_emu(build, profdir, kv, extra, timeout):
         if env.get("FAULT_PRELOAD_PREFIX"):  # e.g. the ASan runtime, which must come first
             pre = env["FAULT_PRELOAD_PREFIX"] + " " + pre
         env["LD_PRELOAD"] = pre
-        env["PROPHET_GATE"] = kv.get("gate", "hold")
+        if "gate" in kv:
+            env["PROPHET_GATE"] = kv["gate"]
         env.setdefault("PROPHET_DEBUG", "INFO")
     for item in filter(None, kv.get("env", "").split(",")):
         k, _, v = item.partition("=")
@@ -69,6 +73,22 @@ def run_emu(build, profdir, kv, extra, timeout):
     return p.returncode, out, j, dt
 
 
+def check_held(kv, what, counts, out):
+    """held=1: every count of all-reduces held by the preload at the fault is > 0; gate=call (the
+    preload observes, holds nothing): every count is 0. Prints what was found."""
+    if not counts:
+        fail("prophet-emu reported no held count %s" % what, out)
+    print("all-reduces held by the preload %s: %s" % (what, counts))
+    if kv.get("held") == "1" and min(counts) <= 0:
+        fail("nothing was held %s: the fault did not meet held calls" % what, out)
+    if kv.get("gate") == "call" and max(counts) != 0:
+        fail("call mode held %d all-reduces %s" % (max(counts), what), out)
+
+
+def held_over_run(out):
+    return [int(m) for m in re.findall(r"held by the interposer: at most (-?\d+) all-reduce", out)]
+
+
 def check_summaries(kv, out):
     """With the preload every rank prints its summary line at exit."""
     if kv.get("preload", "1") != "1":
@@ -83,9 +103,13 @@ def check_summaries(kv, out):
 def case_kill(build, profdir, kv):
     ranks = int(kv.get("ranks", "4"))
     bound = float(kv.get("bound", "10"))
-    extra = ["--kill-rank", kv.get("rank", "1"), "--kill-at-iter", kv.get("at", "12"),
+    # holding starts once the learned iteration survived 16 iteration starts (preload/schedule.c):
+    # about iteration 19 for BERT-base per tensor; the kill comes later
+    extra = ["--kill-rank", kv.get("rank", "1"), "--kill-at-iter", kv.get("at", "30"),
              "--kill-signal", kv.get("signal", "KILL")]
-    rc, out, j, dt = run_emu(build, profdir, kv, extra, timeout=int(bound) + 30)
+    # timeout: the whole run's bound (a sanitizer build needs more to reach the kill); the
+    # survivors' own bound after the kill is `bound`
+    rc, out, j, dt = run_emu(build, profdir, kv, extra, timeout=int(kv.get("timeout", bound + 30)))
     if rc == 3:
         fail("a surviving rank hung until --timeout", out)
     if rc != 1:
@@ -99,6 +123,8 @@ def case_kill(build, profdir, kv):
                           r"ncclAllReduce failed", out))
     if errs < ranks - 1:
         fail("%d NCCL error lines for %d survivors" % (errs, ranks - 1), out)
+    check_held(kv, "at the kill", [int(m) for m in re.findall(
+        r"--kill-rank: \w+ in iteration \d+ after gradient \d+; (-?\d+) all-reduce", out)], out)
     mx = k["max_survivor_exit_s"]
     if mx < 0:
         fail("rank %s never reached its kill point: the run failed before it" % k["rank"], out)
@@ -111,13 +137,20 @@ def case_kill(build, profdir, kv):
 
 def case_change(build, profdir, kv):
     at = kv.get("at", "30")
-    rc, out, j, dt = run_emu(build, profdir, kv, ["--change-at-iter", at], timeout=100)
+    rc, out, j, dt = run_emu(build, profdir, kv, ["--change-at-iter", at],
+                             timeout=int(kv.get("timeout", "100")))
     if rc != 0:
         fail("prophet-emu exited %d (a wrong result, a mismatch or a hang)" % rc, out)
     if re.search(r"mismatch", out, re.I):
         fail("a mismatch was reported", out)
     n_new = j["calls_per_iter"]
     check_summaries(kv, out)
+    if kv.get("preload", "1") == "1":
+        held = [int(m) for m in re.findall(r"--change-at-iter: gradient \d+ dropped from iteration "
+                                           r"\d+ on; (-?\d+) all-reduce", out)]
+        if len(held) != int(kv.get("ranks", "4")):
+            fail("%d change lines for %s ranks" % (len(held), kv.get("ranks", "4")), out)
+        check_held(kv, "at the change", held, out)
     if kv.get("preload", "1") == "1":
         lines = out.splitlines()
         plan = re.compile(r"prophet: INFO comm \d+ iteration \d+: plan v\d+ agreed \(\w+, (\d+) calls")
@@ -144,6 +177,7 @@ def case_jitter(build, profdir, kv):
     if rc != 0:
         fail("prophet-emu exited %d" % rc, out)
     check_summaries(kv, out)
+    check_held(kv, "during the jittered run (most at once, per rank)", held_over_run(out), out)
     for l in out.splitlines():
         if "summary comm" in l:
             print(l)
@@ -159,6 +193,7 @@ def case_soak(build, profdir, kv):
     if rc != 0:
         fail("prophet-emu exited %d" % rc, out)
     check_summaries(kv, out)
+    check_held(kv, "during the soak (most at once, per rank)", held_over_run(out), out)
     rss = j["rss"]
     if min(rss["warm_kb"]) <= 0 or min(rss["end_kb"]) <= 0:
         fail("RSS not sampled on every rank", out)

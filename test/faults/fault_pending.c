@@ -1,19 +1,17 @@
-/* A communicator torn down while the interposer holds all-reduces (the default mode):
+/* A communicator torn down while the interposer holds all-reduces (block mode):
  *   fault_pending destroy N   every rank destroys the communicator with half an iteration held;
  *                             the held calls must still run: results complete and exact
  *   fault_pending abort N     every rank aborts it instead: no hang, no crash, the process exits
  *   fault_pending abort-one N rank 0 aborts, the others destroy: their held work fails (the peer
  *                             is gone) and they still return and exit
- * A third argument `held` makes a rank fail when none of those calls was held (so that a test of
- * the default mode cannot pass vacuously).
+ * A third argument `held` makes a rank fail when none of those calls was held (so that a block-mode
+ * test cannot pass vacuously).
  * Each rank first runs WARM iterations of K all-reduces (checked exactly) so that the preload
  * learns the sequence and agrees a plan, then issues the first K/2 calls of one more iteration and
- * tears down. It prints how many of those calls were still held (their stream still not
- * ready after 300 ms, their buffers unreduced) and how long the teardown took. Exit 0 = every rank
- * behaved. */
-#include <stdint.h>
+ * tears down. It prints how many of those calls were still held when the teardown began (issued
+ * but not yet in the emulated NCCL, emu_held_now) and how long the teardown took. Exit 0 =
+ * every rank behaved. */
 #include <string.h>
-#include <unistd.h>
 
 #include "fault_cluster.h"
 
@@ -33,14 +31,17 @@ static size_t count_of(int k)
     return BASE_COUNT + (size_t)k * 129;
 }
 
-static int iteration(int rank, int nranks, ncclComm_t comm, CUstream s, CUdeviceptr *buf, float *h,
-                     int iter, int ncalls)
+static int iteration(int rank, int nranks, struct emu_held_count *held, CUstream s, CUdeviceptr *buf,
+                     float *h, int iter, int ncalls)
 {
+    ncclComm_t comm = held->comm;
+
     for (int k = 0; k < ncalls; k++) {
         if (fault_fill(rank, k, iter, buf[k], h, count_of(k)))
             return 1;
         FAULT_NCCL(rank, ncclAllReduce((void *)buf[k], (void *)buf[k], count_of(k), ncclFloat32,
                                        ncclSum, comm, s));
+        emu_held_note(held);
     }
     if (ncalls < K)
         return 0;
@@ -60,7 +61,9 @@ static int rank_main(int rank, int nranks, const ncclUniqueId *ids, void *arg)
     ncclComm_t comm;
     CUdeviceptr buf[K];
     float *h = malloc(count_of(K) * sizeof(float));
-    int held = 0, half = K / 2, aborts;
+    struct emu_held_count fh = {0};
+    long long held;
+    int half = K / 2, aborts;
     double t0, dt;
     ncclResult_t rc;
 
@@ -69,28 +72,13 @@ static int rank_main(int rank, int nranks, const ncclUniqueId *ids, void *arg)
     for (int k = 0; k < K; k++)
         FAULT_CU(rank, cuMemAlloc(&buf[k], count_of(k) * sizeof(float)));
     FAULT_NCCL(rank, ncclCommInitRank(&comm, nranks, ids[0], rank));
+    fh.comm = comm;
     for (int it = 0; it < WARM; it++)
-        if (iteration(rank, nranks, comm, s, buf, h, it, K))
+        if (iteration(rank, nranks, &fh, s, buf, h, it, K))
             return 1;
-    if (iteration(rank, nranks, comm, s, buf, h, WARM, half))
+    if (iteration(rank, nranks, &fh, s, buf, h, WARM, half))
         return 1;
-    /* A held call's completion is held: its stream answers "not ready" (a query releases
-     * nothing) and a host synchronisation would release it. So the stream is polled for 300 ms,
-     * and if it still is not ready the buffers are read directly (emulated device memory is host
-     * memory; no CUDA call the preload could see): held calls left them unreduced. */
-    {
-        double until = fault_now_s() + 0.3;
-        CUresult q;
-        while ((q = cuStreamQuery(s)) == CUDA_ERROR_NOT_READY && fault_now_s() < until)
-            usleep(1000);
-        for (int k = 0; k < half; k++) {
-            const float *d = (const float *)(uintptr_t)buf[k];
-            size_t same = 0;
-            for (size_t i = 0; i < count_of(k); i++)
-                same += d[i] == fault_value(rank, k, WARM, i);
-            held += q == CUDA_ERROR_NOT_READY && same == count_of(k);
-        }
-    }
+    held = emu_held_now(&fh);
 
     if (p->need_held && held == 0) {
         fprintf(stderr, "fault: rank %d: no call was held: nothing pending to test\n", rank);
@@ -100,7 +88,7 @@ static int rank_main(int rank, int nranks, const ncclUniqueId *ids, void *arg)
     t0 = fault_now_s();
     rc = aborts ? ncclCommAbort(comm) : ncclCommDestroy(comm);
     dt = fault_now_s() - t0;
-    printf("fault: rank %d: %d of %d calls held; %s returned %s after %.3f s\n", rank, held, half,
+    printf("fault: rank %d: %lld of %d calls held; %s returned %s after %.3f s\n", rank, held, half,
            aborts ? "ncclCommAbort" : "ncclCommDestroy", ncclGetErrorString(rc), dt);
     fflush(stdout);
     if (how == DESTROY) {

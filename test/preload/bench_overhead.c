@@ -103,7 +103,7 @@ static int run_variant(const char *self, const char *preload, int iters, const s
                        double *median, double *mean)
 {
     int fd[2], efd[2], st = 0;
-    char out[256] = "", err[8192] = "", arg[32];
+    char out[256] = "", err[8192] = "", chunk[4096], arg[32];
     pid_t p;
     ssize_t n, m = 0, k;
 
@@ -128,8 +128,22 @@ static int run_variant(const char *self, const char *preload, int iters, const s
     close(efd[1]);
     n = read(fd[0], out, sizeof(out) - 1);
     close(fd[0]);
-    while (m < (ssize_t)sizeof(err) - 1 && (k = read(efd[0], err + m, sizeof(err) - 1 - m)) > 0)
+    /* read stderr to its end, keeping the last part (the summary line comes last): a reader that
+     * stopped early would kill the child with SIGPIPE at its exit-time summary */
+    while ((k = read(efd[0], chunk, sizeof(chunk))) > 0) {
+        if (m + k > (ssize_t)sizeof(err) - 1) {
+            ssize_t drop = m + k - ((ssize_t)sizeof(err) - 1);
+            if (drop > m)
+                drop = m;
+            memmove(err, err + drop, (size_t)(m - drop));
+            m -= drop;
+        }
+        if (k > (ssize_t)sizeof(err) - 1 - m)
+            k = (ssize_t)sizeof(err) - 1 - m;
+        memcpy(err + m, chunk, (size_t)k);
         m += k;
+    }
+    err[m] = '\0';
     close(efd[0]);
     waitpid(p, &st, 0);
     if (n <= 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0 ||

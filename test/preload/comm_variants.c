@@ -4,6 +4,7 @@
  * written at the iteration's start); a host function after the iteration's last call checks every
  * buffer. (A and B interleaved call by call cannot share blocks: each call is ordered after the
  * other communicator's previous call, so its open block is released first.) Usage: preload-comm-variants [ITERS] */
+#include "emu_nccl_hooks.h"
 #include "pt_check.h"
 
 #define K 4
@@ -27,6 +28,7 @@ static int pt_rank(int rank, int nranks, const ncclUniqueId *id)
     ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
     ncclUniqueId id2;
     struct pt_check *chk = calloc((size_t)iters * (2 * K + 1), sizeof(*chk));
+    unsigned long long n_reached, n_at_once = 0;
 
     pt_rank_setup(rank, nranks, id, &ctx, &a);
     PT_NCCL(ncclCommSplit(a, 0, rank, &b, NULL));
@@ -57,8 +59,11 @@ static int pt_rank(int rank, int nranks, const ncclUniqueId *id)
         for (int k = 0; k < 2 * K + 1; k++) {
             size_t cnt = 32u << k;
             struct pt_check *c = &chk[it * (2 * K + 1) + k];
+            n_reached = emu_nccl_reached(comms[k]);
             rc =
                 ncclAllReduce((void *)buf[k], (void *)buf[k], cnt, ncclFloat, ncclSum, comms[k], s);
+            if (comms[k] == n) /* passed through: in NCCL when the call returns */
+                n_at_once += emu_nccl_reached(n) == n_reached + 1;
             if (comms[k] == n && rc == ncclInProgress) {
                 pt_wait_ready(n);
                 rc = ncclSuccess;
@@ -72,9 +77,12 @@ static int pt_rank(int rank, int nranks, const ncclUniqueId *id)
     }
     PT_CU(cuStreamSynchronize(s));
     int bad = pt_check_report(rank, (long)iters * (2 * K + 1));
+    printf("rank %d: non-blocking comm: %llu of %d calls reached NCCL when they returned\n", rank,
+           n_at_once, iters);
     PT_NCCL(ncclCommDestroy(n));
     PT_NCCL(ncclCommDestroy(b));
     PT_NCCL(ncclCommDestroy(a));
+    free(chk); /* every host function ran: the stream was synchronised */
     return bad;
 }
 

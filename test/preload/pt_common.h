@@ -42,20 +42,35 @@ static inline void pt_rank_setup(int rank, int nranks, const ncclUniqueId *id, C
     PT_NCCL(ncclCommInitRank(comm, nranks, *id, rank));
 }
 
-/* Runs fn(rank, nranks, id) in nranks forked processes; 0 when every one exited 0. */
+/* Runs fn(rank, nranks, id) in nranks forked processes; 0 when every one exited 0. The ranks are
+ * forked before the unique id exists (it starts the emulated NCCL's bootstrap thread, which may
+ * already hold a rank's hello while a later fork copies its memory) and get it through a pipe. */
 static inline int pt_run_ranks(int nranks, int (*fn)(int, int, const ncclUniqueId *))
 {
     ncclUniqueId id;
-    int bad = 0;
+    int bad = 0, fds[64][2];
 
-    PT_NCCL(ncclGetUniqueId(&id));
+    if (nranks > 64)
+        return 1;
     fflush(NULL);
     for (int r = 0; r < nranks; r++) {
-        pid_t p = fork();
-        if (p < 0)
+        pid_t p;
+        if (pipe(fds[r]) != 0 || (p = fork()) < 0)
             return 1;
-        if (p == 0)
+        if (p == 0) {
+            close(fds[r][1]);
+            if (read(fds[r][0], &id, sizeof(id)) != (ssize_t)sizeof(id))
+                _exit(1);
+            close(fds[r][0]);
             exit(fn(r, nranks, &id));
+        }
+        close(fds[r][0]);
+    }
+    PT_NCCL(ncclGetUniqueId(&id));
+    for (int r = 0; r < nranks; r++) {
+        if (write(fds[r][1], &id, sizeof(id)) != (ssize_t)sizeof(id))
+            bad++;
+        close(fds[r][1]);
     }
     for (int r = 0; r < nranks; r++) {
         int st = 0;

@@ -80,6 +80,7 @@ static int pt_rank(int rank, int nranks, const ncclUniqueId *id)
     PT_CU(cuStreamSynchronize(s));
     int bad = pt_check_report(rank, (long)iters * K);
     PT_NCCL(ncclCommDestroy(comm));
+    free(chk); /* every host function ran: the stream was synchronised */
     return bad;
 }
 

@@ -2,6 +2,8 @@
  * kernels that write and check gradients, and the helpers shared by the framework modes. */
 #include "rank.h"
 
+#include "emu_nccl_hooks.h"
+
 #include <errno.h>
 #include <malloc.h>
 #include <signal.h>
@@ -107,14 +109,53 @@ int emu_grad_dropped(const struct emu_rank *r, int iter, size_t g)
 
 static uint64_t mono_ns(void);
 
+long long emu_held(struct emu_rank *r)
+{
+    if (!atomic_load(&r->ar_based))
+        return 0;
+    return emu_nccl_held(r->comm, atomic_load(&r->ar_issued), r->ar_base_issued,
+                         r->ar_base_reached);
+}
+
+/* After each all-reduce returned: the first one sets the base (an interposer's set-up
+ * all-reduces happen inside it); later ones update the held statistics. */
+static void note_held(struct emu_rank *r)
+{
+    long long h;
+
+    if (!atomic_load(&r->ar_based)) {
+        r->ar_base_issued = atomic_load(&r->ar_issued);
+        r->ar_base_reached = emu_nccl_reached(r->comm);
+        atomic_store(&r->ar_based, 1);
+        return;
+    }
+    h = emu_held(r);
+    if (h > r->held_max)
+        r->held_max = h;
+    if (h > 0)
+        r->held_after++;
+}
+
+void emu_maybe_change(struct emu_rank *r, size_t g)
+{
+    if (r->opt->change_at_iter < 0 || r->iter != r->opt->change_at_iter || g != r->ngrad / 2)
+        return;
+    fprintf(stderr,
+            "prophet-emu: rank %d: --change-at-iter: gradient %zu dropped from iteration %d on; "
+            "%lld all-reduce(s) held by the interposer\n",
+            r->rank, g, r->iter, emu_held(r));
+}
+
 void emu_maybe_kill(struct emu_rank *r, size_t g)
 {
     int stop = r->opt->kill_signal == SIGSTOP;
 
     if (r->rank != r->opt->kill_rank || r->iter != r->opt->kill_at_iter || g != r->ngrad / 2)
         return;
-    fprintf(stderr, "prophet-emu: rank %d: --kill-rank: %s in iteration %d after gradient %zu\n",
-            r->rank, stop ? "SIGSTOP" : "SIGKILL", r->iter, g);
+    fprintf(stderr,
+            "prophet-emu: rank %d: --kill-rank: %s in iteration %d after gradient %zu; %lld "
+            "all-reduce(s) held by the interposer\n",
+            r->rank, stop ? "SIGSTOP" : "SIGKILL", r->iter, g, emu_held(r));
     fflush(stderr);
     atomic_store(&r->sh->kill_ns, mono_ns());
     raise(r->opt->kill_signal);
@@ -148,7 +189,9 @@ int emu_allreduce(struct emu_rank *r, int iter, CUdeviceptr send, CUdeviceptr re
         rc = ncclBroadcast((const void *)send, (void *)recv, count, ncclFloat32, 0, r->comm, s);
         return emu_nccl(r, rc, "ncclBroadcast (--mismatch-rank)");
     }
+    atomic_fetch_add(&r->ar_issued, 1);
     rc = ncclAllReduce((const void *)send, (void *)recv, count, ncclFloat32, ncclSum, r->comm, s);
+    note_held(r);
     return emu_nccl(r, rc, "ncclAllReduce");
 }
 
@@ -587,6 +630,7 @@ static int backward(struct emu_rank *r)
         return -1;
     for (size_t g = 0; g < r->ngrad; g++) {
         r->bwd_arg[g].iter = r->iter;
+        emu_maybe_change(r, g);
         if (launch_paced(r, &r->bwd_arg[g], "cuLaunchKernel (backward)") ||
             r->ops->grad_ready(r, g))
             return -1;
@@ -660,6 +704,11 @@ static int run_loop(struct emu_rank *r)
     r->iter = r->total_iters - 1;
     if (r->opt->wait == EMU_WAIT_PER_LAYER && finish_all(r))
         return -1;
+    fprintf(stderr,
+            "prophet-emu: rank %d: held by the interposer: at most %lld all-reduce(s) at once, "
+            "some after %llu of %llu calls\n",
+            r->rank, atomic_load(&r->held_max), atomic_load(&r->held_after),
+            (unsigned long long)atomic_load(&r->ar_issued));
     if (r->opt->rss_at >= 0) {
         res->rss_end_kb = rss_kb();
         res->heap_end_kb = heap_kb();

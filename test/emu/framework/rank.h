@@ -86,6 +86,14 @@ struct emu_rank {
     uint64_t *calls; /* per iteration, written by the thread that issues the calls */
     uint64_t *bytes;
 
+    /* all-reduces issued by this program and the emulated NCCL's count of those that reached it
+     * (emu_nccl_hooks.h): the difference is what an interposer holds (emu_held) */
+    _Atomic unsigned long long ar_issued;
+    unsigned long long ar_base_issued, ar_base_reached;
+    _Atomic int ar_based;
+    _Atomic long long held_max;   /* most all-reduces held at once, seen after a call returned */
+    _Atomic unsigned long long held_after; /* calls after which at least one was held */
+
     uint64_t jitter_state; /* --jitter-us generator (xorshift64*), used by the calling thread */
 
     pthread_mutex_t err_lock;
@@ -110,6 +118,10 @@ struct emu_rank {
 int emu_rank_main(const struct emu_options *opt, const struct emu_profile *prof,
                   struct emu_shared *sh, int rank);
 
+/* All-reduces held by an interposer right now: issued through the API, not yet in the emulated
+ * NCCL (-1: no emulated NCCL hook). */
+long long emu_held(struct emu_rank *r);
+
 /* --change-at-iter: gradient g is no longer all-reduced nor checked in iteration `iter`. */
 int emu_grad_dropped(const struct emu_rank *r, int iter, size_t g);
 
@@ -117,6 +129,8 @@ int emu_grad_dropped(const struct emu_rank *r, int iter, size_t g);
  * the chosen rank records the time in shared memory and kills itself with SIGKILL in the middle of
  * the chosen iteration. */
 void emu_maybe_kill(struct emu_rank *r, size_t g);
+/* --change-at-iter: prints, where gradient g is first dropped, what the interposer holds. */
+void emu_maybe_change(struct emu_rank *r, size_t g);
 
 /* Error helpers: print one line 'prophet-emu: rank R: ...' and return -1 on failure. */
 int emu_cu(struct emu_rank *r, CUresult rc, const char *what);

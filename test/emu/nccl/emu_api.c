@@ -258,22 +258,42 @@ EMU_API ncclResult_t pncclCommSplit(ncclComm_t comm, int color, int key, ncclCom
 }
 EMU_ALIAS(ncclCommSplit);
 
+/* Emulated as a split (colour 0 for the kept ranks, key = rank). Unlike NCCL, every rank of the
+ * parent must call it, the excluded ones too (they get NULL): the split's host exchange goes
+ * round all of them. NCCL_SHRINK_ABORT aborts the parent's pending work first. */
 EMU_API ncclResult_t pncclCommShrink(ncclComm_t comm, int *excludeRanksList, int excludeRanksCount,
                                      ncclComm_t *newcomm, ncclConfig_t *config, int shrinkFlags)
 {
-    (void)comm, (void)excludeRanksList, (void)excludeRanksCount, (void)config, (void)shrinkFlags;
-    if (newcomm)
-        *newcomm = NULL;
-    emu_set_last_error("emu-nccl: ncclCommShrink is not emulated");
-    return ncclInvalidUsage;
+    int color = 0;
+
+    if (!comm || !newcomm || excludeRanksCount < 0 || (excludeRanksCount > 0 && !excludeRanksList))
+        return ncclInvalidArgument;
+    for (int i = 0; i < excludeRanksCount; i++)
+        if (excludeRanksList[i] == comm->rank)
+            color = NCCL_SPLIT_NOCOLOR;
+    if (shrinkFlags & NCCL_SHRINK_ABORT)
+        emu_comm_fail(comm, ncclInvalidUsage);
+    return pncclCommSplit(comm, color, comm->rank, newcomm, config);
 }
 EMU_ALIAS(ncclCommShrink);
 
+/* Revoked: pending work fails, new work is refused (ncclInvalidUsage); the handle stays valid
+ * for ncclCommDestroy (or ncclCommShrink), as in NCCL. */
 EMU_API ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags)
 {
-    (void)comm, (void)revokeFlags;
-    emu_set_last_error("emu-nccl: ncclCommRevoke is not emulated");
-    return ncclInvalidUsage;
+    uint64_t one = 1;
+
+    if (!comm || revokeFlags != 0)
+        return ncclInvalidArgument;
+    atomic_store(&comm->aborted, 1);
+    emu_comm_fail(comm, ncclInvalidUsage);
+    if (write(comm->wake_fd, &one, sizeof(one)) < 0) {
+        /* only speeds up the wake-up */
+    }
+    pthread_mutex_lock(&comm->mu);
+    pthread_cond_broadcast(&comm->cv);
+    pthread_mutex_unlock(&comm->mu);
+    return ncclSuccess;
 }
 EMU_ALIAS(ncclCommRevoke);
 
@@ -431,24 +451,64 @@ EMU_API ncclResult_t pncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win
 }
 EMU_ALIAS(ncclCommWindowDeregister);
 
+/* Custom operations: op ncclNumOps + i is the communicator's premul[i]; an all-reduce,
+ * reduce or reduce-scatter with it multiplies each rank's input by the scalar, then sums
+ * (emu_ring.c). */
 EMU_API ncclResult_t pncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar,
                                                ncclDataType_t datatype,
                                                ncclScalarResidence_t residence, ncclComm_t comm)
 {
-    (void)op, (void)scalar, (void)datatype, (void)residence;
-    if (!comm)
+    ncclResult_t rc = ncclInvalidUsage;
+
+    if (!comm || !op || !scalar || emu_dtype_size(datatype) == 0 ||
+        (residence != ncclScalarDevice && residence != ncclScalarHostImmediate))
         return ncclInvalidArgument;
-    emu_set_last_error("emu-nccl: ncclRedOpCreatePreMulSum is not emulated");
-    return ncclInvalidUsage;
+    pthread_mutex_lock(&comm->mu);
+    for (int i = 0; i < EMU_MAX_PREMUL; i++) {
+        struct emu_premul *p = &comm->premul[i];
+        if (p->used)
+            continue;
+        *p = (struct emu_premul){1, (int)datatype, residence == ncclScalarDevice,
+                                 residence == ncclScalarDevice ? 0 : emu_to_double(scalar, datatype),
+                                 scalar};
+        *op = (ncclRedOp_t)(ncclNumOps + i);
+        rc = ncclSuccess;
+        break;
+    }
+    pthread_mutex_unlock(&comm->mu);
+    if (rc != ncclSuccess)
+        emu_set_last_error("emu-nccl: more than %d custom reduction operations", EMU_MAX_PREMUL);
+    return rc;
 }
 EMU_ALIAS(ncclRedOpCreatePreMulSum);
 
+const struct emu_premul *emu_premul_of(struct emu_comm *c, int op)
+{
+    const struct emu_premul *p = NULL;
+
+    if (!c || op < (int)ncclNumOps || op >= (int)ncclNumOps + EMU_MAX_PREMUL)
+        return NULL;
+    pthread_mutex_lock(&c->mu);
+    if (c->premul[op - ncclNumOps].used)
+        p = &c->premul[op - ncclNumOps];
+    pthread_mutex_unlock(&c->mu);
+    return p;
+}
+
 EMU_API ncclResult_t pncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm)
 {
-    (void)op;
+    ncclResult_t rc = ncclInvalidArgument;
+
     if (!comm)
         return ncclInvalidArgument;
-    return ncclInvalidArgument; /* no custom operations exist */
+    pthread_mutex_lock(&comm->mu);
+    if ((int)op >= (int)ncclNumOps && (int)op < (int)ncclNumOps + EMU_MAX_PREMUL &&
+        comm->premul[op - ncclNumOps].used) {
+        comm->premul[op - ncclNumOps].used = 0;
+        rc = ncclSuccess;
+    }
+    pthread_mutex_unlock(&comm->mu);
+    return rc;
 }
 EMU_ALIAS(ncclRedOpDestroy);
 
@@ -656,7 +716,9 @@ static ncclResult_t check_op(const struct emu_op *op)
         emu_set_last_error("emu-nccl: invalid data type %d", op->dtype);
         return ncclInvalidArgument;
     }
-    if (op->redop < 0 || op->redop >= ncclNumOps) {
+    if (op->redop < 0 ||
+        (op->redop >= ncclNumOps && (!emu_premul_of(c, op->redop) ||
+                                     emu_premul_of(c, op->redop)->dtype != op->dtype))) {
         emu_set_last_error("emu-nccl: invalid reduction operation %d", op->redop);
         return ncclInvalidArgument;
     }
@@ -696,8 +758,14 @@ static ncclResult_t progress_of(struct emu_comm *c)
 static ncclResult_t enqueue(struct emu_op op)
 {
     ncclResult_t rc = check_op(&op);
+    const struct emu_premul *pm;
     struct emu_op *n;
 
+    if (rc == ncclSuccess && (pm = emu_premul_of(op.comm, op.redop)) != NULL) {
+        op.premul = 1;
+        op.premul_scalar = pm->host_scalar;
+        op.premul_device_ptr = pm->device ? pm->scalar : NULL;
+    }
     if (rc != ncclSuccess) {
         if (group.depth > 0 && group.err == ncclSuccess)
             group.err = rc;
@@ -788,10 +856,20 @@ EMU_API ncclResult_t pncclAllReduce(const void *sendbuff, void *recvbuff, size_t
                                     cudaStream_t stream)
 {
     EMU_NCCL_FAULT_POINT("ncclAllReduce");
+    if (comm)
+        atomic_fetch_add(&comm->allreduce_calls, 1);
     return enqueue(
         EMU_OP(EMU_OP_ALLREDUCE, sendbuff, recvbuff, count, datatype, op, 0, comm, stream));
 }
 EMU_ALIAS(ncclAllReduce);
+
+/* Test hook, not NCCL API (test/emu/nccl/emu_nccl_hooks.h): how many ncclAllReduce calls on comm
+ * reached this library. A test compares it with the calls it issued through an interposer: the
+ * difference is what the interposer holds. */
+EMU_API unsigned long long emuNcclAllReduceCalls(ncclComm_t comm)
+{
+    return comm ? atomic_load(&comm->allreduce_calls) : 0;
+}
 
 EMU_API ncclResult_t pncclReduce(const void *sendbuff, void *recvbuff, size_t count,
                                  ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,

@@ -309,3 +309,95 @@ void emu_divide(void *buf, size_t count, int dtype, int n)
         break;
     }
 }
+
+#define EMU_SCALE(T)                                                                               \
+    do {                                                                                           \
+        const T *a = src;                                                                          \
+        T *b = dst;                                                                                \
+        for (size_t i = 0; i < count; i++)                                                         \
+            b[i] = (T)((double)a[i] * s);                                                          \
+    } while (0)
+
+#define EMU_SCALE_NARROW(T, TO, FROM)                                                              \
+    do {                                                                                           \
+        const T *a = src;                                                                          \
+        T *b = dst;                                                                                \
+        for (size_t i = 0; i < count; i++)                                                         \
+            b[i] = FROM(TO(a[i]) * s);                                                             \
+    } while (0)
+
+void emu_scale(void *dst, const void *src, size_t count, int dtype, double s)
+{
+    switch (dtype) {
+    case ncclInt8:
+        EMU_SCALE(int8_t);
+        break;
+    case ncclUint8:
+        EMU_SCALE(uint8_t);
+        break;
+    case ncclInt32:
+        EMU_SCALE(int32_t);
+        break;
+    case ncclUint32:
+        EMU_SCALE(uint32_t);
+        break;
+    case ncclInt64:
+        EMU_SCALE(int64_t);
+        break;
+    case ncclUint64:
+        EMU_SCALE(uint64_t);
+        break;
+    case ncclFloat32:
+        EMU_SCALE(float);
+        break;
+    case ncclFloat64:
+        EMU_SCALE(double);
+        break;
+    case ncclFloat16:
+        EMU_SCALE_NARROW(uint16_t, emu_half_to_double, emu_double_to_half);
+        break;
+    case ncclBfloat16:
+        EMU_SCALE_NARROW(uint16_t, emu_bf16_to_double, emu_double_to_bf16);
+        break;
+    case ncclFloat8e4m3:
+        EMU_SCALE_NARROW(uint8_t, emu_e4m3_to_double, emu_double_to_e4m3);
+        break;
+    case ncclFloat8e5m2:
+        EMU_SCALE_NARROW(uint8_t, emu_e5m2_to_double, emu_double_to_e5m2);
+        break;
+    default:
+        break;
+    }
+}
+
+double emu_to_double(const void *p, int dtype)
+{
+    switch (dtype) {
+    case ncclInt8:
+        return *(const int8_t *)p;
+    case ncclUint8:
+        return *(const uint8_t *)p;
+    case ncclInt32:
+        return *(const int32_t *)p;
+    case ncclUint32:
+        return *(const uint32_t *)p;
+    case ncclInt64:
+        return (double)*(const int64_t *)p;
+    case ncclUint64:
+        return (double)*(const uint64_t *)p;
+    case ncclFloat32:
+        return *(const float *)p;
+    case ncclFloat64:
+        return *(const double *)p;
+    case ncclFloat16:
+        return emu_half_to_double(*(const uint16_t *)p);
+    case ncclBfloat16:
+        return emu_bf16_to_double(*(const uint16_t *)p);
+    case ncclFloat8e4m3:
+        return emu_e4m3_to_double(*(const uint8_t *)p);
+    case ncclFloat8e5m2:
+        return emu_e5m2_to_double(*(const uint8_t *)p);
+    default:
+        return 0;
+    }
+}

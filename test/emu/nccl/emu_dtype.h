@@ -27,5 +27,9 @@ uint8_t emu_double_to_e5m2(double d);
 void emu_reduce(void *dst, const void *acc, const void *own, size_t count, int dtype, int op);
 /* buf[i] /= n (the final step of ncclAvg). */
 void emu_divide(void *buf, size_t count, int dtype, int n);
+/* dst[i] = src[i] * s (ncclRedOpCreatePreMulSum's pre-multiplication); dst may alias src. */
+void emu_scale(void *dst, const void *src, size_t count, int dtype, double s);
+/* One element of type dtype at p as a double (0 for an unknown type). */
+double emu_to_double(const void *p, int dtype);
 
 #endif

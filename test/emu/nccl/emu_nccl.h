@@ -46,6 +46,11 @@ struct emu_op {
     int dtype;
     int redop;
     int root; /* broadcast/reduce root, or send/recv peer */
+    /* a PreMulSum op (redop >= ncclNumOps), resolved at enqueue: the op may be destroyed
+     * before the work runs, as NCCL allows */
+    int premul;
+    double premul_scalar;          /* host-immediate scalar */
+    const void *premul_device_ptr; /* device-resident scalar (read when the work runs), or NULL */
     CUstream stream;
     struct emu_comm *comm;
 };
@@ -64,6 +69,18 @@ struct emu_bucket {
     int64_t last_ns;
     int waiting; /* a sender is waiting for tokens (backlogged link) */
 };
+
+/* ncclRedOpCreatePreMulSum: custom operation ncclNumOps + i of a communicator is premul[i]. */
+#define EMU_MAX_PREMUL 32
+struct emu_premul {
+    int used;
+    int dtype;
+    int device;          /* ncclScalarDevice: read *scalar when the operation runs */
+    double host_scalar;  /* ncclScalarHostImmediate: read at creation */
+    const void *scalar;
+};
+/* The pre-multiplier of a custom op of c, or NULL when op is not one of c's (emu_api.c). */
+const struct emu_premul *emu_premul_of(struct emu_comm *c, int op);
 
 enum emu_comm_state { EMU_COMM_INIT, EMU_COMM_READY, EMU_COMM_FAILED };
 
@@ -89,6 +106,8 @@ struct emu_comm {
     uint64_t coll_seq;    /* collective sequence number (all ranks agree) */
     uint64_t *p2p_send_seq, *p2p_recv_seq;
     uint64_t split_count;
+    atomic_ullong allreduce_calls; /* ncclAllReduce calls that reached the library (test hook) */
+    struct emu_premul premul[EMU_MAX_PREMUL]; /* under mu */
     struct emu_work *captured; /* work recorded into graphs, freed at destroy */
 
     /* used by the non-blocking init thread */

@@ -367,6 +367,23 @@ out:
 }
 
 /* Runs the collectives of a group (all ranks issue the same list). */
+/* PreMulSum: each rank's input times the scalar into a copy, then a plain sum. The op is
+ * changed for this run only (captured work runs again): restore_premul undoes it. */
+static ncclResult_t apply_premul(struct emu_op *op, int n, void **copy)
+{
+    size_t elems = op->type == EMU_OP_REDUCESCATTER ? op->count * (size_t)n : op->count;
+    double s = op->premul_device_ptr ? emu_to_double(op->premul_device_ptr, op->dtype)
+                                     : op->premul_scalar;
+
+    *copy = malloc(elems * emu_dtype_size(op->dtype) + 1);
+    if (!*copy)
+        return ncclSystemError;
+    emu_scale(*copy, op->sendbuff, elems, op->dtype, s);
+    op->sendbuff = *copy;
+    op->redop = ncclSum;
+    return ncclSuccess;
+}
+
 static ncclResult_t run_collectives(struct emu_comm *c, struct emu_op **ops, int nops)
 {
     int n = c->nranks, r = c->rank, next = (r + 1) % n, prev = (r + n - 1) % n, bad = -1;
@@ -374,18 +391,26 @@ static ncclResult_t run_collectives(struct emu_comm *c, struct emu_op **ops, int
     struct emu_opstate *os = calloc((size_t)nops, sizeof(*os));
     struct emu_step st = {0};
     ncclResult_t rc = ncclSuccess;
+    void **premul_copy = calloc((size_t)nops, sizeof(void *));
+    struct emu_op *saved = calloc((size_t)nops, sizeof(*saved));
 
     c->coll_seq += (uint64_t)nops;
     st.send = calloc((size_t)nops * 2 + 1, sizeof(struct iovec));
     st.recv = calloc((size_t)nops * 2 + 1, sizeof(struct iovec));
     st.post = calloc((size_t)nops + 1, sizeof(struct emu_post));
-    if (!os || !st.send || !st.recv || !st.post) {
+    if (!os || !st.send || !st.recv || !st.post || !premul_copy || !saved) {
         rc = ncclSystemError;
         goto out;
     }
     if (n > 1) {
         rc = exchange_header(c, ops, nops, seq);
         if (rc != ncclSuccess)
+            goto out;
+    }
+    for (int i = 0; i < nops; i++) {
+        saved[i] = *ops[i];
+        if (ops[i]->premul && op_reduces(ops[i]->type) &&
+            (rc = apply_premul(ops[i], n, &premul_copy[i])) != ncclSuccess)
             goto out;
     }
     if (emu_env()->latency_us)
@@ -432,6 +457,13 @@ out:
         free(os[i].staging);
         free(os[i].tmp);
     }
+    for (int i = 0; premul_copy && saved && i < nops; i++)
+        if (premul_copy[i]) {
+            *ops[i] = saved[i];
+            free(premul_copy[i]);
+        }
+    free(premul_copy);
+    free(saved);
     free(os);
     free(st.send);
     free(st.recv);

@@ -1,0 +1,15 @@
+/* The JSON schedule log of a comm (log_bridge.c; preload/log/), when PROPHET_LOG is set. */
+#ifndef PROPHET_LOG_BRIDGE_H
+#define PROPHET_LOG_BRIDGE_H
+
+#include "comm_state.h"
+
+void prophet_logb_open(prophet_comm_t *c);
+void prophet_logb_call(prophet_comm_t *c, const prophet_inflight_t *f, uint32_t i, int64_t ready_us,
+                       int64_t launch_us, int64_t complete_us);
+void prophet_logb_profile(prophet_comm_t *c);
+void prophet_logb_plan(prophet_comm_t *c, uint64_t from_iter, const prophet_plan_t *p);
+void prophet_logb_net(prophet_comm_t *c, double probe_Bps);
+void prophet_logb_close(prophet_comm_t *c);
+
+#endif

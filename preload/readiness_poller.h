@@ -1,0 +1,15 @@
+/* The background thread (readiness_poller.c): events -> instants and durations, the stall guard,
+ * the live throughput, and the GPU release of retired comms. */
+#ifndef PROPHET_READINESS_POLLER_H
+#define PROPHET_READINESS_POLLER_H
+
+#include "comm_state.h"
+
+int prophet_poller_start(void);
+void prophet_poller_stop(void);
+/* Processes every inflight record of c now (waits for their events). Locked. */
+void prophet_poller_drain(prophet_comm_t *c);
+/* Latest live throughput (bytes/s) from the bandwidth source, or -1. */
+double prophet_poller_probe_Bps(void);
+
+#endif
