@@ -261,6 +261,15 @@ static int hold_stream_live(const hold_stream_t *s)
         hold_nlive_streams += hold_stream_live(s) - was_;                                          \
     } while (0)
 
+/* Drops a stream's dependencies on blocks that are no longer open. */
+static void hold_stream_prune(hold_stream_t *h)
+{
+    HOLD_STREAM_CHANGE(h, {
+        hold_vdeps_prune(&h->vdeps);
+        hold_taint_prune(&h->taint);
+    });
+}
+
 static unsigned hold_hash_ptr(const void *p, unsigned n)
 {
     uintptr_t x = (uintptr_t)p;
@@ -768,10 +777,7 @@ static void hold_work(CUstream s, int ptsz, int may_release)
         }
         if (n)
             hold_release_or_wait(dead, n);
-        HOLD_STREAM_CHANGE(h, {
-            hold_vdeps_prune(&h->vdeps);
-            hold_taint_prune(&h->taint);
-        });
+        hold_stream_prune(h);
         hold_materialise(h);
         hold_stream_touched(h);
     }
@@ -867,10 +873,7 @@ void prophet_hold_stream_sync(CUstream s, int ptsz)
         n = hold_collect_open(&h->vdeps, open, 0);
         n = hold_collect_open(&h->taint, open, n);
         hold_release_or_wait(open, n);
-        HOLD_STREAM_CHANGE(h, {
-            hold_vdeps_prune(&h->vdeps);
-            hold_taint_prune(&h->taint);
-        });
+        hold_stream_prune(h);
         hold_materialise(h); /* the host waits for what the stream is behind */
     }
     hold_rearm();
@@ -892,10 +895,7 @@ void prophet_hold_ctx_sync(void)
     /* every block is released: the context synchronisation waits for X and the records on it */
     for (int b = 0; b < HOLD_STREAM_BUCKETS; b++)
         for (hold_stream_t *h = hold_streams[b]; h; h = h->next)
-            HOLD_STREAM_CHANGE(h, {
-                hold_vdeps_prune(&h->vdeps);
-                hold_taint_prune(&h->taint);
-            });
+            hold_stream_prune(h);
     hold_rearm();
     HOLD_UNLOCK();
 }
