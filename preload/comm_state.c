@@ -11,6 +11,7 @@
 #include "cuda_driver.h"
 #include "init.h"
 #include "log_line.h"
+#include "nccl_symbols.h"
 #include "settings.h"
 
 static _Atomic(prophet_comm_t *) prophet_comms;
@@ -81,10 +82,33 @@ void prophet_comm_created(ncclComm_t handle, int rank, int nranks, const ncclCon
 
 void prophet_comm_fail(prophet_comm_t *c, const char *what, CUresult rc)
 {
-    if (!c->passthrough)
+    int level;
+
+    if (c->setup <= 0) {
+        if (!c->passthrough)
+            prophet_msg(PROPHET_LOG_WARN,
+                        "comm %lu: %s failed (%s); this communicator passes through from now on",
+                        (unsigned long)c->id, what, prophet_cuda_errstr(rc));
+        c->passthrough = 1;
+        return;
+    }
+    /* One rank alone must never change the NCCL calls it issues (invariant 1): the caller works
+     * around this failure here, with the same calls in the same groups. */
+    level = c->local_faults++ ? PROPHET_LOG_TRACE : PROPHET_LOG_WARN;
+    prophet_msg(level,
+                "comm %lu: %s failed (%s); handled on this rank, the NCCL calls stay the same",
+                (unsigned long)c->id, what, prophet_cuda_errstr(rc));
+}
+
+void prophet_comm_error(prophet_comm_t *c, const char *what, ncclResult_t err)
+{
+    if (c->error == ncclSuccess)
         prophet_msg(PROPHET_LOG_WARN,
-                    "comm %lu: %s failed (%s); this communicator passes through from now on",
-                    (unsigned long)c->id, what, prophet_cuda_errstr(rc));
+                    "comm %lu: %s failed on this rank and cannot be worked around without changing "
+                    "its NCCL calls; every later call on this communicator returns '%s'",
+                    (unsigned long)c->id, what,
+                    prophet_nccl.GetErrorString ? prophet_nccl.GetErrorString(err) : "an error");
+    c->error = err;
     c->passthrough = 1;
 }
 

@@ -36,6 +36,8 @@ typedef struct prophet_block {
     uint32_t number; /* block number within the iteration */
     int64_t last_arrival_us;
     int stall_warned;
+    int on_stream; /* a member has no ready event (a local failure): launch the block on the
+                    * members' stream, as the same group (release.c's fallback) */
     prophet_member_t m[PROPHET_BLOCK_MAX];
 } prophet_block_t;
 
@@ -78,7 +80,8 @@ typedef struct prophet_comm_agree {
     uint32_t plan_version;
     uint32_t agree_n; /* program-order data of the broadcast iteration */
     uint64_t agree_hash;
-    int have_plan; /* an agreed plan is installed in the engine */
+    int have_plan;     /* an agreed plan is installed in the engine */
+    int plan_event_ok; /* plan_event was recorded behind the pending broadcast */
 } prophet_comm_agree_t;
 
 /* The sched/ models. Made by comm_life.c's setup, freed at retire (comm_state.c); the learner is
@@ -135,9 +138,13 @@ typedef struct prophet_comm {
     uint64_t id; /* creation order in the process: the same on every rank */
     int rank, nranks;
     _Atomic int alive;
-    int blocking;    /* from the config at creation (non-blocking comms pass through) */
-    int setup;       /* 0 not yet, 1 done, -1 failed (passthrough) */
-    int passthrough; /* scheduling off for this comm (error, non-blocking, capture failure) */
+    int blocking;          /* from the config at creation (non-blocking comms pass through) */
+    int setup;             /* 0 not yet, 1 done, -1 failed (passthrough) */
+    int passthrough;       /* scheduling off for this comm: set where every rank does the same (the
+                            * setup vote, non-blocking, a sticky error), never by one rank alone */
+    uint32_t local_faults; /* failures handled on this rank alone (prophet_comm_fail) */
+    ncclResult_t error;    /* sticky: a failure no rank could handle alone (prophet_comm_error);
+                            * every later call on the comm returns it, none is issued */
     int summary_done;
 
     prophet_comm_gpu_t gpu;
@@ -165,7 +172,13 @@ void prophet_comm_summary(prophet_comm_t *c);
 void prophet_comm_gpu_release(prophet_comm_t *c);
 /* Learner, engine, net model and signature sequence (retire). Locked. */
 void prophet_comm_free_models(prophet_comm_t *c);
-/* Switch the comm to passthrough after an error of our own (one WARN). Locked. */
+/* A CUDA call of ours failed (one WARN per comm). During the setup: passthrough (the setup vote
+ * makes it every rank's). After the setup the caller handles it on this rank alone, keeping the
+ * NCCL calls this rank issues unchanged (docs/reliability.md, "Local failures"). Locked. */
 void prophet_comm_fail(prophet_comm_t *c, const char *what, CUresult rc);
+/* A failure this rank cannot handle without changing its NCCL calls: the comm stops, every later
+ * call on it returns `err` to the caller without being issued (what NCCL does with a comm that
+ * had an error); the job fails like on an NCCL error instead of diverging from its peers. */
+void prophet_comm_error(prophet_comm_t *c, const char *what, ncclResult_t err);
 
 #endif

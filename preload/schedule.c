@@ -240,16 +240,19 @@ static ncclResult_t prophet_hold(prophet_comm_t *c, const prophet_call_t *k)
     CUresult rc = CUDA_ERROR_OUT_OF_MEMORY;
 
     if (!ready || (rc = prophet_cu.EventRecord(ready, k->stream)) != CUDA_SUCCESS) {
+        /* No ready event for X to wait on: the call is held all the same (its peers hold it) and
+         * its block is launched on the members' stream, as the same group (release.c). */
         prophet_comm_event_put(c, ready);
-        prophet_comm_fail(c, "cuEventRecord", rc);
-        prophet_release_pending(c); /* falls back to the members' stream */
-        return prophet_real_allreduce(c, k);
+        ready = NULL;
+        prophet_comm_fail(c, "recording a held call's ready event", rc);
     }
     if (b->n == 0) {
         b->stream = k->stream;
         b->owner = pthread_self();
         b->number = c->order.block_number;
     }
+    if (!ready)
+        b->on_stream = 1;
     b->m[b->n++] = prophet_call_member(k, ready);
     /* A block's first member may wait behind the previous block's gate: its ready event then
      * measures our own schedule, not the job. The others are true readiness (the first call of
@@ -346,10 +349,14 @@ static ncclResult_t prophet_allreduce_in(prophet_comm_t *c, const void *sendbuff
         goto passthrough;
     /* A comm switched to passthrough by an error of ours keeps observing, so that it keeps
      * taking part in the plan broadcasts that its peers issue (the NCCL sequence stays equal). */
+    if (c->error != ncclSuccess)
+        goto failed;
     if (!in_group && !c->passthrough) {
         if ((rc = prophet_cu.StreamIsCapturing(k.stream, &cap)) != CUDA_SUCCESS) {
-            prophet_comm_fail(c, "cuStreamIsCapturing", rc);
-            goto passthrough;
+            /* capture or not decides whether the call may be held: unknown here alone. NCCL's
+             * own enqueue fails the call with ncclUnhandledCudaError in this case. */
+            prophet_comm_error(c, "cuStreamIsCapturing", ncclUnhandledCudaError);
+            goto failed;
         }
         if (cap != CU_STREAM_CAPTURE_STATUS_NONE) {
             prophet_msg(PROPHET_LOG_TRACE,
@@ -368,12 +375,14 @@ static ncclResult_t prophet_allreduce_in(prophet_comm_t *c, const void *sendbuff
         goto passthrough;
     }
     /* program-order release points before this call joins anything */
-    if (c->blocks.pending.n && (c->blocks.pending.stream != k.stream || flags < 0 ||
-                                (flags & (PROPHET_LEARN_ITER_START | PROPHET_LEARN_RELEARN)) ||
-                                !prophet_may_join(c, &k)))
+    if (c->blocks.pending.n &&
+        (c->blocks.pending.stream != k.stream || flags < 0 ||
+         (flags & (PROPHET_LEARN_ITER_START | PROPHET_LEARN_RELEARN)) || !prophet_may_join(c, &k)))
         prophet_release_pending(c);
     if (flags >= 0 && (flags & PROPHET_LEARN_ITER_START)) {
         prophet_agreement_step(c, k.iteration);
+        if (c->error != ncclSuccess)
+            goto failed;
         prophet_measure_step(c, k.iteration);
     }
     if (c->passthrough)
@@ -395,6 +404,14 @@ passthrough:
     prophet_hold_work_own(k.stream, 0); /* real work of the job on the stream */
     pthread_mutex_unlock(&c->lock);
     return prophet_real_allreduce(c, &k);
+failed:
+    /* a failure no rank can handle alone (prophet_comm_error): what it held goes first (the same
+     * group its peers launch), then this call and every later one return the error, unissued */
+    if (!in_group)
+        prophet_release_pending(c);
+    nrc = c->error;
+    pthread_mutex_unlock(&c->lock);
+    return nrc;
 }
 
 void prophet_comm_barrier(ncclComm_t comm)

@@ -39,10 +39,36 @@ wrong)
     grep -q "wrong result" "$out" || fail "no 'wrong result' report" ;;
 *) fail "bad EXPECT $expect" ;;
 esac
-# an injected fault (EMU_FAULT, test/emu/cuda/emu_fault.c) must have hit
+# an injected fault (EMU_FAULT, test/emu/cuda/emu_fault.c) must have hit; prophet-emu then tells
+# what the interposer held when it struck ('injected fault ... held ...') and after it
 case "$envs" in
 *EMU_FAULT=*) grep -q "^emu-fault: .* fails with" "$out" || fail "EMU_FAULT set but no fault injected"
-    grep "^emu-fault: .* fails with" "$out" | head -n 1 ;;
+    grep "^emu-fault: .* fails with" "$out" | head -n 1
+    hit=$(grep "^prophet-emu: rank [0-9]*: injected fault" "$out" | head -n 1)
+    [ -n "$hit" ] || fail "no 'injected fault' line from prophet-emu"
+    echo "$hit"
+    r=$(echo "$hit" | sed -n 's/^prophet-emu: rank \([0-9]*\):.*/\1/p')
+    # held when the call began, at most in this iteration, in the previous one
+    h=$(echo "$hit" | sed -n 's/.*: \([0-9]*\) all-reduce(s) held .* at most \([0-9]*\) at once in this iteration, \([0-9]*\) in the previous.*/\1 \2 \3/p')
+    h_call=${h%% *} h_prev=${h##* } h_iter=${h#* } h_iter=${h_iter%% *}
+    [ -n "$h_prev" ] || fail "cannot read the 'injected fault' line"
+    after=$(sed -n "s/^prophet-emu: rank $r: after the injected fault: held at most \([0-9]*\) .*/\1/p" "$out")
+    case "$envs" in
+    *PROPHET_GATE=observe*)
+        # observe mode holds nothing, before or after the fault
+        [ "$h_call" -eq 0 ] && [ "$h_iter" -eq 0 ] && [ "$h_prev" -eq 0 ] && [ "${after:-0}" -eq 0 ] ||
+            fail "observe mode held all-reduces" ;;
+    *)  if [ "$plan" = held ]; then
+            # the fault must strike while calls are held: in the call that hit it, or earlier in
+            # its iteration, or in the iteration before (an agreement point is an iteration's first
+            # call, where nothing is held by design: blocks never span iterations); and the rank
+            # must go on holding after it (not fall back to passthrough alone)
+            [ "$h_call" -gt 0 ] || [ "$h_iter" -gt 0 ] || [ "$h_prev" -gt 0 ] ||
+                fail "nothing was held when the fault struck"
+            [ "${after:-0}" -gt 0 ] || fail "rank $r held nothing after the fault"
+            echo "rank $r after the fault: held at most $after at once"
+        fi ;;
+    esac ;;
 esac
 ranks=$(echo "$*" | sed -n 's/.*--ranks \([0-9]*\).*/\1/p')
 summaries=$(grep -c "prophet: INFO summary comm" "$out")
