@@ -109,11 +109,11 @@ int emuFaultHit(const char *name, int *code)
     pthread_mutex_lock(&emu_fault_lock);
     if (emu_fault_n < 0 || emu_fault_pid != getpid())
         emu_fault_parse();
-    for (int i = 0; i < emu_fault_n && !hit; i++) {
+    for (int i = 0; i < emu_fault_n; i++) { /* every item counts: a:1,a:2 fails calls 1 and 2 */
         struct emu_fault_spec *f = &emu_faults[i];
         if (strcmp(f->name, name) != 0 || (f->rank >= 0 && f->rank != emu_fault_rank()))
             continue;
-        if (++f->calls != f->nth)
+        if (++f->calls != f->nth || hit)
             continue;
         hit = 1;
         if (f->code >= 0)
