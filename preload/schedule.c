@@ -342,15 +342,16 @@ static ncclResult_t prophet_allreduce_in(prophet_comm_t *c, const void *sendbuff
 
     pthread_mutex_lock(&c->lock);
     c->stats.calls++;
-    /* non-blocking comms and odd arguments: the same on every rank; the setup (and its vote, a
-     * host wait) at the first such call outside a user group, also the same on every rank */
-    if (!c->blocking || !prophet_schedulable_args(&k) || (!c->setup && in_group) ||
-        prophet_comm_setup(c, k.stream) != 0)
-        goto passthrough;
-    /* A comm switched to passthrough by an error of ours keeps observing, so that it keeps
-     * taking part in the plan broadcasts that its peers issue (the NCCL sequence stays equal). */
     if (c->error != ncclSuccess)
         goto failed;
+    /* non-blocking comms and odd arguments: the same on every rank; the setup (and its vote, a
+     * host wait) at the first such call outside a user group, also the same on every rank */
+    if (!c->blocking || !prophet_schedulable_args(&k) || (!c->setup && in_group))
+        goto passthrough;
+    if (prophet_comm_setup(c, k.stream) != 0)
+        goto setup_failed;
+    /* A comm switched to passthrough by an error of ours keeps observing, so that it keeps
+     * taking part in the plan broadcasts that its peers issue (the NCCL sequence stays equal). */
     if (!in_group && !c->passthrough) {
         if ((rc = prophet_cu.StreamIsCapturing(k.stream, &cap)) != CUDA_SUCCESS) {
             /* capture or not decides whether the call may be held: unknown here alone. NCCL's
@@ -404,6 +405,9 @@ passthrough:
     prophet_hold_work_own(k.stream, 0); /* real work of the job on the stream */
     pthread_mutex_unlock(&c->lock);
     return prophet_real_allreduce(c, &k);
+setup_failed:
+    if (c->error == ncclSuccess)
+        goto passthrough; /* every rank passes through (the setup vote) */
 failed:
     /* a failure no rank can handle alone (prophet_comm_error): what it held goes first (the same
      * group its peers launch), then this call and every later one return the error, unissued */

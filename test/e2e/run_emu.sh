@@ -50,7 +50,8 @@ error)
 *) fail "bad EXPECT $expect" ;;
 esac
 # an injected fault (EMU_FAULT, test/emu/cuda/emu_fault.c) must have hit; prophet-emu then tells
-# what the interposer held when it struck ('injected fault ... held ...') and after it
+# what the interposer held when it struck ('injected fault ... held ...') and after it.
+# E2E_HELD_AT_FAULT=1 (among the VAR=VALUE): calls must have been held when it struck.
 case "$envs" in
 *EMU_FAULT=*) grep -q "^emu-fault: .* fails with" "$out" || fail "EMU_FAULT set but no fault injected"
     grep "^emu-fault: .* fails with" "$out" | head -n 1
@@ -68,7 +69,7 @@ case "$envs" in
         # observe mode holds nothing, before or after the fault
         [ "$h_call" -eq 0 ] && [ "$h_iter" -eq 0 ] && [ "$h_prev" -eq 0 ] && [ "${after:-0}" -eq 0 ] ||
             fail "observe mode held all-reduces" ;;
-    *)  if [ "$plan" = held ] || [ "$expect" = error ]; then
+    *)  if case "$envs" in *E2E_HELD_AT_FAULT=1*) true ;; *) false ;; esac; then
             # the fault must strike while calls are held: in the call that hit it, or earlier in
             # its iteration, or in the iteration before (an agreement point is an iteration's first
             # call, where nothing is held by design: blocks never span iterations); and, when the
