@@ -93,6 +93,7 @@ ncclResult_t prophet_release_pending(prophet_comm_t *c)
     ncclResult_t nrc;
     CUresult rc;
     CUevent start, end;
+    int ended;
 
     if (b->n == 0)
         return ncclSuccess;
@@ -119,18 +120,19 @@ ncclResult_t prophet_release_pending(prophet_comm_t *c)
     f->release_us = prophet_now_us();
     nrc = prophet_launch_members(c, b, c->gpu.x);
     /* From here on NCCL has the operations: the gate must open whatever happens. */
-    rc = prophet_cu.EventRecord(end, c->gpu.x);
+    ended = prophet_cu.EventRecord(end, c->gpu.x) == CUDA_SUCCESS;
     c->gpu.gate_gen++;
-    if (rc == CUDA_SUCCESS)
-        rc = prophet_cu.StreamWriteValue32(c->gpu.x, c->gpu.gate_dev, c->gpu.gate_gen,
-                                           CU_STREAM_WRITE_VALUE_DEFAULT);
+    rc = ended ? prophet_cu.StreamWriteValue32(c->gpu.x, c->gpu.gate_dev, c->gpu.gate_gen,
+                                               CU_STREAM_WRITE_VALUE_DEFAULT)
+               : CUDA_ERROR_UNKNOWN;
     if (rc != CUDA_SUCCESS) {
         /* The block is in NCCL, on every rank alike; only this rank's gate failed. Second best,
-         * on this rank alone: wait on the host for X's end event (or X), then open the gate word
-         * from the host (PROPHET_HOLD_DROPPED). The comm goes on scheduling: its next blocks are
-         * its peers' blocks (invariant 1). */
+         * on this rank alone: wait on the host for X's end event (or X: an end event that was
+         * never recorded would not wait), then open the gate word from the host
+         * (PROPHET_HOLD_DROPPED). The comm goes on scheduling: its next blocks are its peers'
+         * blocks (invariant 1). */
         prophet_comm_fail(c, "opening the block's gate on the internal stream", rc);
-        if (prophet_cu.EventSynchronize(end) != CUDA_SUCCESS &&
+        if ((!ended || prophet_cu.EventSynchronize(end) != CUDA_SUCCESS) &&
             prophet_cu.StreamSynchronize(c->gpu.x) != CUDA_SUCCESS)
             /* no way to know when the block ends: the gate opens now (a gated stream must never
              * hang) and the comm stops with an error rather than let a consumer read early */
@@ -145,6 +147,15 @@ ncclResult_t prophet_release_pending(prophet_comm_t *c)
         c->stats.blocks_multi++;
     prophet_msg(PROPHET_LOG_TRACE, "comm %lu: block %u released: %u calls, %lu bytes (nccl %d)",
                 (unsigned long)c->id, b->number, b->n, (unsigned long)b->bytes, (int)nrc);
+    if (!ended) { /* no end event: no timing for the poller */
+        free(f);
+        prophet_comm_event_put(c, start);
+        prophet_comm_event_put(c, end);
+        for (uint32_t i = 0; i < b->n; i++)
+            prophet_comm_event_put(c, b->m[i].ready);
+        prophet_block_clear(c);
+        return nrc;
+    }
     f->n = b->n;
     f->deferred = 1;
     f->start = start;
