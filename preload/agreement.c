@@ -143,10 +143,10 @@ static void prophet_agreement_broadcast(prophet_comm_t *c, uint64_t iteration)
     nrc = prophet_agreement_bcast(c);
     if (nrc != ncclSuccess) {
         /* Its peers issued this broadcast: skipping it would shift every later NCCL call of this
-         * rank against theirs. NCCL returns an error either before enqueuing anything (argument
-         * checks, an allocation) or with the comm broken (its async error set: every later call
-         * fails too), so the call is issued once more: in step if nothing was enqueued, and
-         * failing again otherwise. A second failure stops the comm with the error. */
+         * rank against theirs. Issued once more: in step if the failed call enqueued nothing
+         * (argument checks, an allocation); failing again if the comm is broken (NCCL returns a
+         * comm's async error from every later call). A second failure stops the comm with the
+         * error (docs/reliability.md, "Local failures"). */
         prophet_msg(PROPHET_LOG_WARN, "comm %lu: plan broadcast failed (%s); issuing it again",
                     (unsigned long)c->id,
                     prophet_nccl.GetErrorString ? prophet_nccl.GetErrorString(nrc) : "?");
