@@ -3,8 +3,12 @@
  * makes them the same on every rank), takes the median of its clean iteration times, and keeps
  * the best, passthrough on a near tie. Once chosen, the kept plan's iteration time, the eBPF
  * throughput and the profile's backward span are watched; a drift past the thresholds of
- * include/prophet/sched.h starts a new round at the next agreement. Pure: the caller hands in
- * the figures (preload/closed_loop.c measures them on rank 0 and carries them in the plan). */
+ * include/prophet/sched.h starts a new round at the next agreement. The iteration time and the
+ * throughput are compared with a baseline taken under the kept plan (the median of its first
+ * PROPHET_TRIAL_DRIFT_RECENT samples after the choice), not with its trial figure: the lowest of
+ * several medians of a few samples is biased low, and a noisy machine would restart at once. Pure:
+ * the caller hands in the figures (preload/closed_loop.c measures them on rank 0 and carries them
+ * in the plan). */
 #include <errno.h>
 #include <math.h>
 #include <string.h>
@@ -129,17 +133,18 @@ static int drifted(double now, double ref, double limit)
 
 static void drift_check(prophet_trials_t *t, double backward_us)
 {
-    uint32_t k;
+    uint32_t k = PROPHET_TRIAL_DRIFT_RECENT;
 
-    if (t->n_recent >= PROPHET_TRIAL_DRIFT_RECENT) {
-        k = PROPHET_TRIAL_DRIFT_RECENT;
-        if (drifted(median_of(t->recent, k), t->chosen_us, PROPHET_TRIAL_DRIFT_TIME)) {
-            t->restart = 1;
-            t->reason = "iteration time";
-        }
+    if (t->n_recent == k && !(t->base_us > 0))
+        t->base_us = median_of(t->recent, k);
+    else if (t->n_recent > k &&
+             drifted(median_of(t->recent, k), t->base_us, PROPHET_TRIAL_DRIFT_TIME)) {
+        t->restart = 1;
+        t->reason = "iteration time";
     }
-    if (t->n_recent_probe >= PROPHET_TRIAL_DRIFT_RECENT) {
-        k = PROPHET_TRIAL_DRIFT_RECENT;
+    if (t->n_recent_probe == k && !(t->ref_probe > 0))
+        t->ref_probe = median_of(t->recent_probe, k);
+    else if (t->n_recent_probe > k) {
         if (drifted(median_of(t->recent_probe, k), t->ref_probe, PROPHET_TRIAL_DRIFT_PROBE)) {
             t->restart = 1;
             t->reason = "network throughput (eBPF)";
@@ -215,7 +220,7 @@ void prophet_trials_decide(prophet_trials_t *t, prophet_plan_trial_t *out)
             if (t->chosen == PROPHET_CAND_NONE)
                 t->chosen = PROPHET_CAND_PASSTHROUGH; /* nothing measured: hold nothing */
             t->chosen_us = t->fig[t->chosen];
-            t->ref_probe = t->fig_probe[t->chosen];
+            t->base_us = t->ref_probe = -1; /* the baseline: its first samples from now on */
             t->phase = PROPHET_TRIAL_CHOSEN;
             t->current = t->chosen;
             t->n_recent = t->n_recent_probe = 0;

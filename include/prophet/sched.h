@@ -207,8 +207,8 @@ typedef enum prophet_cand {
 #define PROPHET_TRIAL_MAX_WINDOWS 2    /* ... at most; then judged on what it has (none: skipped) */
 #define PROPHET_TRIAL_TIE 0.02         /* passthrough is kept unless beaten by more than 2% */
 #define PROPHET_TRIAL_CHECK_EVERY 10   /* iterations between agreements once a choice is made */
-#define PROPHET_TRIAL_DRIFT_RECENT 5   /* clean iteration times (and probe readings) compared */
-#define PROPHET_TRIAL_DRIFT_TIME 0.25  /* |median - chosen figure| / figure that restarts trials */
+#define PROPHET_TRIAL_DRIFT_RECENT 5   /* samples in the baseline and in the median compared */
+#define PROPHET_TRIAL_DRIFT_TIME 0.25  /* |median - baseline| / baseline: restarts trials */
 #define PROPHET_TRIAL_DRIFT_PROBE 0.30 /* relative change of the eBPF throughput that does */
 #define PROPHET_TRIAL_DRIFT_PROFILE 0.25 /* relative change of the profile's backward span */
 #define PROPHET_TRIAL_SAMPLES_MAX 32
@@ -229,7 +229,9 @@ typedef struct prophet_trials {
     double win[PROPHET_TRIAL_SAMPLES_MAX], win_probe[PROPHET_TRIAL_SAMPLES_MAX];
     uint32_t n_win, n_win_probe;
     uint32_t chosen;
-    double chosen_us, ref_probe, ref_backward;
+    double chosen_us;          /* the kept candidate's trial figure */
+    double base_us, ref_probe; /* baseline under the kept plan (< 0 until taken) */
+    double ref_backward;       /* the profile's backward span in the trials */
     double recent[PROPHET_TRIAL_DRIFT_RECENT], recent_probe[PROPHET_TRIAL_DRIFT_RECENT];
     uint32_t n_recent, n_recent_probe;
     int restart;        /* a drift was seen: the next agreement begins a new round */

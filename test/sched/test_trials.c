@@ -196,6 +196,9 @@ static void test_drift(void)
             prophet_trials_sample(&t, PT, 1200, probe_ok, 800);
         prophet_trials_decide(&t, &d);
         CHECK(d.phase == PROPHET_TRIAL_CHOSEN && d.candidate == PROPHET_CAND_OPTIMAL);
+        for (int i = 0; i < PROPHET_TRIAL_DRIFT_RECENT; i++) /* the baseline under it */
+            prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, 1000, probe_ok, 800);
+        CHECK(t.base_us == 1000 && t.ref_probe == probe_ok);
         for (int i = 0; i < 50; i++) /* within every threshold */
             prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, i % 2 ? 1200 : 800,
                                   probe_ok * (i % 2 ? 1.25 : 0.8), i % 2 ? 960 : 640);

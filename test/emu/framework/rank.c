@@ -694,6 +694,14 @@ static int run_loop(struct emu_rank *r)
     struct emu_rank_result *res = &r->sh->result[r->rank];
 
     for (r->iter = 0; r->iter < r->total_iters; r->iter++) {
+        if (r->iter == r->opt->bw_change_iter) {
+            void (*set)(double) = (void (*)(double))dlsym(RTLD_DEFAULT, "emuNcclSetLinkBandwidth");
+            if (set)
+                set(r->opt->bw_change_Bps);
+            else
+                fprintf(stderr, "prophet-emu: rank %d: --bw-change-at needs the emulated NCCL\n",
+                        r->rank);
+        }
         if (run_iteration(r, &out[r->iter]))
             return -1;
         if (r->iter == r->opt->rss_at) {
