@@ -131,28 +131,40 @@ static int drifted(double now, double ref, double limit)
     return ref > 0 && now > 0 && fabs(now - ref) > limit * ref;
 }
 
-static void drift_check(prophet_trials_t *t, double backward_us)
+/* Which signal is off its baseline now (NULL: none). Baselines are taken from the first
+ * PROPHET_TRIAL_DRIFT_RECENT samples under the kept plan. */
+static const char *drift_now(prophet_trials_t *t, double backward_us)
 {
     uint32_t k = PROPHET_TRIAL_DRIFT_RECENT;
+    const char *why = NULL;
 
     if (t->n_recent == k && !(t->base_us > 0))
         t->base_us = median_of(t->recent, k);
     else if (t->n_recent > k &&
-             drifted(median_of(t->recent, k), t->base_us, PROPHET_TRIAL_DRIFT_TIME)) {
-        t->restart = 1;
-        t->reason = "iteration time";
-    }
+             drifted(median_of(t->recent, k), t->base_us, PROPHET_TRIAL_DRIFT_TIME))
+        why = "iteration time";
     if (t->n_recent_probe == k && !(t->ref_probe > 0))
         t->ref_probe = median_of(t->recent_probe, k);
-    else if (t->n_recent_probe > k) {
-        if (drifted(median_of(t->recent_probe, k), t->ref_probe, PROPHET_TRIAL_DRIFT_PROBE)) {
-            t->restart = 1;
-            t->reason = "network throughput (eBPF)";
-        }
-    }
-    if (drifted(backward_us, t->ref_backward, PROPHET_TRIAL_DRIFT_PROFILE)) {
+    else if (t->n_recent_probe > k &&
+             drifted(median_of(t->recent_probe, k), t->ref_probe, PROPHET_TRIAL_DRIFT_PROBE))
+        why = "network throughput (eBPF)";
+    if (backward_us > 0 && !(t->ref_backward > 0))
+        t->ref_backward = backward_us;
+    else if (drifted(backward_us, t->ref_backward, PROPHET_TRIAL_DRIFT_PROFILE))
+        why = "profile";
+    return why;
+}
+
+/* A drift must last PROPHET_TRIAL_DRIFT_LASTS consecutive samples (a loaded machine's bursts do
+ * not restart the trials; a link that changed speed does). */
+static void drift_check(prophet_trials_t *t, double backward_us)
+{
+    const char *why = drift_now(t, backward_us);
+
+    t->drift_run = why ? t->drift_run + 1 : 0;
+    if (why && t->drift_run >= PROPHET_TRIAL_DRIFT_LASTS) {
         t->restart = 1;
-        t->reason = "profile";
+        t->reason = why;
     }
 }
 
@@ -166,8 +178,6 @@ void prophet_trials_sample(prophet_trials_t *t, uint32_t in_force, double iter_u
             t->win[t->n_win++] = iter_us;
         if (probe_Bps > 0 && t->n_win_probe < PROPHET_TRIAL_SAMPLES_MAX)
             t->win_probe[t->n_win_probe++] = probe_Bps;
-        if (backward_us > 0)
-            t->ref_backward = backward_us;
         return;
     }
     if (t->phase != PROPHET_TRIAL_CHOSEN || t->restart)
@@ -220,7 +230,8 @@ void prophet_trials_decide(prophet_trials_t *t, prophet_plan_trial_t *out)
             if (t->chosen == PROPHET_CAND_NONE)
                 t->chosen = PROPHET_CAND_PASSTHROUGH; /* nothing measured: hold nothing */
             t->chosen_us = t->fig[t->chosen];
-            t->base_us = t->ref_probe = -1; /* the baseline: its first samples from now on */
+            t->base_us = t->ref_probe = t->ref_backward = -1; /* baselines: from now on */
+            t->drift_run = 0;
             t->phase = PROPHET_TRIAL_CHOSEN;
             t->current = t->chosen;
             t->n_recent = t->n_recent_probe = 0;

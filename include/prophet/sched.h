@@ -212,6 +212,12 @@ typedef enum prophet_cand {
 #define PROPHET_TRIAL_DRIFT_PROBE 0.30 /* relative change of the eBPF throughput that does */
 #define PROPHET_TRIAL_DRIFT_PROFILE 0.25 /* relative change of the profile's backward span */
 #define PROPHET_TRIAL_SAMPLES_MAX 32
+#define PROPHET_TRIAL_DRIFT_LASTS 10 /* consecutive samples off a baseline that restart */
+/* A drift that lasts shows in the median of the last PROPHET_TRIAL_DRIFT_RECENT samples after
+ * RECENT / 2 + 1 of them, restarts after DRIFT_LASTS more, and the new round's first plan is in
+ * force by the next agreement + 2: within this many clean iterations of the change. */
+#define PROPHET_TRIAL_DRIFT_BOUND                                                                  \
+    (PROPHET_TRIAL_DRIFT_RECENT / 2 + 1 + PROPHET_TRIAL_DRIFT_LASTS + PROPHET_TRIAL_CHECK_EVERY + 2)
 /* A round ends within this many iterations of its first agreement (every candidate distinct,
  * every one needing its second window, plus the agreement that announces the choice). */
 #define PROPHET_TRIAL_ROUND_BOUND                                                                  \
@@ -231,7 +237,8 @@ typedef struct prophet_trials {
     uint32_t chosen;
     double chosen_us;          /* the kept candidate's trial figure */
     double base_us, ref_probe; /* baseline under the kept plan (< 0 until taken) */
-    double ref_backward;       /* the profile's backward span in the trials */
+    double ref_backward;       /* the profile's backward span then */
+    uint32_t drift_run;        /* consecutive samples off a baseline */
     double recent[PROPHET_TRIAL_DRIFT_RECENT], recent_probe[PROPHET_TRIAL_DRIFT_RECENT];
     uint32_t n_recent, n_recent_probe;
     int restart;        /* a drift was seen: the next agreement begins a new round */

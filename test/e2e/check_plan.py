@@ -113,8 +113,9 @@ def check_trials(d):
                 checked += 1
             figs[current] = jd["median_us"]
             samples = []
-        elif current != t["candidate"] or t["phase"] == "chosen":
-            samples = []
+        elif (current != t["candidate"] or t["phase"] == "chosen" or
+              loop[j - 1]["trial"]["phase"] != "trial" or loop[j - 1]["trial"]["round"] != t["round"]):
+            samples = []  # a new candidate, a new round (trials.c: begin) or the choice
         if t["phase"] == "trial" and (j == 0 or loop[j - 1]["trial"]["round"] != t["round"]):
             figs, round_start = {}, k
         if t["phase"] == "chosen" and (j == 0 or loop[j - 1]["trial"]["phase"] == "trial"):

@@ -203,10 +203,23 @@ static void test_drift(void)
             prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, i % 2 ? 1200 : 800,
                                   probe_ok * (i % 2 ? 1.25 : 0.8), i % 2 ? 960 : 640);
         CHECK(!prophet_trials_wants_round(&t));
-        for (int i = 0; i < PROPHET_TRIAL_DRIFT_RECENT; i++)
+        /* a burst shorter than the persistence rule: kept */
+        for (int i = 0; i < PROPHET_TRIAL_DRIFT_LASTS - 1; i++)
             prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, what == 0 ? 1300 : 1000,
                                   what == 1 ? probe_ok / 4 : probe_ok, what == 2 ? 1100 : 800);
-        CHECKF(prophet_trials_wants_round(&t), "drift %d not seen", what);
+        CHECKF(!prophet_trials_wants_round(&t), "drift %d: a burst restarted the trials", what);
+        for (int i = 0; i < PROPHET_TRIAL_DRIFT_RECENT; i++)
+            prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, 1000, probe_ok, 800);
+        /* a lasting drift: seen within the bound */
+        int seen = -1;
+        for (int i = 0; i < 3 * PROPHET_TRIAL_DRIFT_LASTS && seen < 0; i++) {
+            prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, what == 0 ? 1300 : 1000,
+                                  what == 1 ? probe_ok / 4 : probe_ok, what == 2 ? 1100 : 800);
+            if (prophet_trials_wants_round(&t))
+                seen = i + 1;
+        }
+        CHECKF(seen > 0 && seen <= PROPHET_TRIAL_DRIFT_RECENT / 2 + 1 + PROPHET_TRIAL_DRIFT_LASTS,
+               "drift %d not seen (%d samples)", what, seen);
         CHECK(t.reason != NULL);
         CHECK(prophet_trials_begin(&t, two, 2) == 0);
         prophet_trials_decide(&t, &d);

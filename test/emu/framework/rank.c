@@ -696,9 +696,16 @@ static int run_loop(struct emu_rank *r)
     for (r->iter = 0; r->iter < r->total_iters; r->iter++) {
         if (r->iter == r->opt->bw_change_iter) {
             void (*set)(double) = (void (*)(double))dlsym(RTLD_DEFAULT, "emuNcclSetLinkBandwidth");
-            if (set)
+            if (set) {
+                struct timespec ts;
                 set(r->opt->bw_change_Bps);
-            else
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                fprintf(stderr,
+                        "prophet-emu: rank %d: links at %.0f Mbit/s from iteration %d "
+                        "(t=%lld us CLOCK_MONOTONIC)\n",
+                        r->rank, r->opt->bw_change_Bps * 8 / 1e6, r->iter,
+                        (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
+            } else
                 fprintf(stderr, "prophet-emu: rank %d: --bw-change-at needs the emulated NCCL\n",
                         r->rank);
         }
