@@ -36,12 +36,6 @@ void prophet_loop_reset(prophet_comm_t *c)
         prophet_trials_init(c->loop.trials);
 }
 
-void prophet_loop_free(prophet_comm_t *c)
-{
-    free(c->loop.trials);
-    c->loop.trials = NULL;
-}
-
 void prophet_loop_iter_start(prophet_comm_t *c, int64_t now_us)
 {
     const prophet_profile_t *p;

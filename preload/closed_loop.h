@@ -12,7 +12,6 @@
 int prophet_loop_on(void);
 /* The learner relearned: nothing is in force, the trials start over. Locked. */
 void prophet_loop_reset(prophet_comm_t *c);
-void prophet_loop_free(prophet_comm_t *c);
 /* At an iteration's first call, before the agreement step: rank 0 turns the previous
  * iteration's time into a sample. Locked. */
 void prophet_loop_iter_start(prophet_comm_t *c, int64_t now_us);

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "comm_state.h"
-#include "closed_loop.h"
 #include "cuda_driver.h"
 #include "init.h"
 #include "log_line.h"
@@ -164,5 +163,6 @@ void prophet_comm_free_models(prophet_comm_t *c)
     c->models.net = NULL;
     free(c->order.seq);
     c->order.seq = NULL;
-    prophet_loop_free(c);
+    free(c->loop.trials); /* closed_loop.c's, a plain allocation */
+    c->loop.trials = NULL;
 }
