@@ -13,8 +13,8 @@ usage: check_plan.py LOGDIR NRANKS MODE
           preload's own timing of the job, preload/prophet_preload.h) releases runs of at most
           BLOCK_MAX consecutive calls. Under a passthrough plan (the closed loop's candidate or its
           choice) calls go straight to NCCL: only its sampled iterations (every SAMPLE_EVERY-th)
-          may appear in the log, as measurement iterations. At least one ordinary iteration must
-          have been checked.
+          may appear in the log, as measurement iterations. At least one ordinary iteration (or
+          one straight to NCCL under passthrough) must have been checked.
   trials  held, and the closed loop's trials (preload/closed_loop.c, sched/trials.c) add up on
           rank 0's log: each trial plan's candidate is in force for its window (the agreements
           next_in iterations apart), each judged figure is the median of the clean iteration
@@ -243,7 +243,7 @@ def main(argv):
                        if x["from_iteration"] > p["from_iteration"]]
                 end = min(nxt) if nxt else (max(calls_of) + 1 if calls_of else 0)
                 direct += sum(1 for n in range(p["from_iteration"], end) if n not in calls_of)
-    if ordinary == 0:
+    if ordinary + direct == 0:
         fail("no iteration ran under an agreed plan")
     capped = sum(b["last"] - b["first"] + 1 > BLOCK_MAX for b in
                  (x for d in logs[:1] for p in d["records"] if p["kind"] == "plan" for x in p["blocks"]))
