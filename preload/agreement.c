@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "agreement.h"
+#include "closed_loop.h"
 #include "comm_state.h"
 #include "cuda_driver.h"
 #include "log_bridge.h"
@@ -68,6 +69,9 @@ static void prophet_agreement_install(prophet_comm_t *c, uint64_t iteration)
                     (unsigned long)c->id, (unsigned long)iteration);
         goto out;
     }
+    /* the closed loop's cadence: agreed bytes, so every rank schedules the next broadcast alike */
+    if (plan->trial.next_in)
+        c->agree.next_agree_iter = c->loop.agree_iter + plan->trial.next_in;
     if (plan->n_calls != c->agree.agree_n || plan->sig_hash != c->agree.agree_hash ||
         prophet_engine_set_plan(c->models.engine, plan) != 0) {
         c->stats.plan_rejects++;
@@ -85,6 +89,7 @@ static void prophet_agreement_install(prophet_comm_t *c, uint64_t iteration)
                 (unsigned long)c->id, (unsigned long)iteration, plan->version,
                 prophet_policy_name(plan->policy), plan->n_calls, plan->n_blocks,
                 plan->predicted_iteration_us);
+    prophet_loop_installed(c, plan, iteration);
     prophet_logb_plan(c, iteration, plan);
 out:
     free(plan);
@@ -110,7 +115,8 @@ static void prophet_agreement_pack(prophet_comm_t *c)
         return;
     prophet_netmodel_get(c->models.net, &net);
     if (prof && prof->n_calls == c->agree.agree_n &&
-        prophet_plan_make(&po, prof, &net, plan) == 0) {
+        (prophet_loop_on() ? prophet_loop_plan(c, &po, prof, &net, plan)
+                           : prophet_plan_make(&po, prof, &net, plan)) == 0) {
         plan->version = ++c->agree.plan_version;
         plan->n_calls = c->agree.agree_n;
         plan->sig_hash = c->agree.agree_hash; /* the hash every rank computes the same way */
@@ -134,6 +140,7 @@ static void prophet_agreement_broadcast(prophet_comm_t *c, uint64_t iteration)
     ncclResult_t nrc;
     CUresult rc;
 
+    c->loop.agree_iter = iteration;
     c->agree.agree_n = c->order.seq_n_last;
     c->agree.agree_hash = c->order.seq_hash_last;
     if (c->rank == 0 && !c->passthrough)

@@ -70,6 +70,7 @@ void prophet_comm_created(ncclComm_t handle, int rank, int nranks, const ncclCon
         c->blocking = config->blocking != 0;
     c->passthrough = !c->blocking && prophet_cfg.gate == PROPHET_GATE_HOLD;
     c->order.last_index = UINT32_MAX;
+    c->loop.in_force = c->loop.iter_cand = PROPHET_CAND_NONE;
     c->id = atomic_fetch_add(&prophet_next_comm_id, 1);
     atomic_store(&c->alive, 1);
     head = atomic_load(&prophet_comms);
@@ -186,4 +187,6 @@ void prophet_comm_free_models(prophet_comm_t *c)
     c->models.net = NULL;
     free(c->order.seq);
     c->order.seq = NULL;
+    free(c->loop.trials); /* closed_loop.c's, a plain allocation */
+    c->loop.trials = NULL;
 }

@@ -12,7 +12,7 @@
 
 #include "prophet/sched.h"
 
-#define PROPHET_BLOCK_MAX 64 /* members of one block at most */
+#define PROPHET_BLOCK_MAX PROPHET_PLAN_BLOCK_MAX /* members of one block at most (64) */
 
 typedef struct prophet_member {
     const void *sendbuff;
@@ -118,6 +118,18 @@ typedef struct prophet_comm_blocks {
     prophet_inflight_t *inflight_head, *inflight_tail;
 } prophet_comm_blocks_t;
 
+/* The closed loop (closed_loop.c): which candidate's plan is in force, whether it holds nothing,
+ * and on rank 0 the trials and the iteration times that feed them. */
+typedef struct prophet_comm_loop {
+    prophet_trials_t *trials; /* rank 0 under the closed loop, else NULL */
+    uint32_t in_force;        /* candidate of the plan in force, PROPHET_CAND_NONE */
+    int direct;               /* the plan in force is passthrough: calls go straight to NCCL */
+    uint64_t agree_iter;      /* iteration of the last plan broadcast */
+    int64_t iter_start_us;    /* rank 0: first call of the current iteration (0: none) */
+    int iter_clean;           /* rank 0: the current iteration's time is a sample */
+    uint32_t iter_cand;       /* rank 0: the candidate in force during it */
+} prophet_comm_loop_t;
+
 typedef struct prophet_stats {
     uint64_t calls;     /* intercepted calls on the communicator (all kinds) */
     uint64_t scheduled; /* all-reduces held and released by the scheduler */
@@ -152,6 +164,7 @@ typedef struct prophet_comm {
     prophet_comm_models_t models;
     prophet_comm_order_t order;
     prophet_comm_blocks_t blocks;
+    prophet_comm_loop_t loop;
 
     void *log;             /* log_bridge.c: prophet_log_writer_t * when PROPHET_LOG is set */
     prophet_stats_t stats; /* counters, written by the module that counts */

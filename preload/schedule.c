@@ -9,6 +9,7 @@
 #include "schedule.h"
 #include "comm_state.h"
 #include "agreement.h"
+#include "closed_loop.h"
 #include "comm_life.h"
 #include "cuda_driver.h"
 #include "cuda_hold.h"
@@ -111,6 +112,7 @@ static int prophet_observe(prophet_comm_t *c, prophet_call_t *k, int64_t ready_u
         if (c->agree.have_plan)
             prophet_engine_set_plan(c->models.engine, NULL);
         c->agree.have_plan = 0;
+        prophet_loop_reset(c);
         c->order.measured_iters = 0;
         if (prophet_cfg.gate == PROPHET_GATE_HOLD)
             c->agree.next_agree_iter = UINT64_MAX;
@@ -207,8 +209,11 @@ static int prophet_holding(const prophet_comm_t *c)
  * held count (before that, calls pass through and their readiness is our own schedule's). */
 static void prophet_measure_step(prophet_comm_t *c, uint64_t iteration)
 {
+    /* under a passthrough plan (calls go straight to NCCL) only one in PROPHET_SAMPLE_EVERY */
+    uint32_t every = c->loop.direct ? PROPHET_SAMPLE_EVERY : PROPHET_MEASURE_EVERY;
+
     c->order.measuring = prophet_cfg.gate == PROPHET_GATE_HOLD && prophet_holding(c) &&
-                         (!c->agree.have_plan || iteration % PROPHET_MEASURE_EVERY == 0);
+                         (!c->agree.have_plan || iteration % every == 0);
     c->order.measure_phase = (iteration / PROPHET_MEASURE_EVERY) % 2 ? PROPHET_BLOCK_MAX / 2 : 0;
     if (!c->order.measuring)
         return;
@@ -381,12 +386,19 @@ static ncclResult_t prophet_allreduce_in(prophet_comm_t *c, const void *sendbuff
          (flags & (PROPHET_LEARN_ITER_START | PROPHET_LEARN_RELEARN)) || !prophet_may_join(c, &k)))
         prophet_release_pending(c);
     if (flags >= 0 && (flags & PROPHET_LEARN_ITER_START)) {
+        prophet_loop_iter_start(c, k.arrival_us);
         prophet_agreement_step(c, k.iteration);
         if (c->error != ncclSuccess)
             goto failed;
         prophet_measure_step(c, k.iteration);
+        prophet_loop_iter_mark(c, k.iteration);
     }
     if (c->passthrough)
+        goto passthrough;
+    /* an agreed passthrough plan holds nothing: outside its sampled (measurement) iterations the
+     * call goes straight to NCCL, with no event of ours (agreed data and program order only) */
+    if (c->loop.direct && c->agree.have_plan && !c->order.measuring &&
+        prophet_cfg.gate == PROPHET_GATE_HOLD && k.index != UINT32_MAX && flags >= 0)
         goto passthrough;
     if (prophet_cfg.gate != PROPHET_GATE_HOLD || k.index == UINT32_MAX || flags < 0 ||
         !prophet_holding(c)) {

@@ -123,7 +123,7 @@ info:*)
 esac
 case $plan in
 none) ;;
-agreed | held)
+agreed | held | trials)
     [ "$summaries" -eq "$ranks" ] || fail "$summaries summary lines for $ranks ranks"
     bad=$(grep "prophet: INFO summary comm" "$out" | grep -Evc " plans=[1-9][0-9]* plan_rejects=0 ")
     [ "$bad" -eq 0 ] || fail "$bad rank(s) agreed no plan or rejected one (summary: plans, plan_rejects)"

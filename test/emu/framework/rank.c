@@ -719,6 +719,21 @@ static int run_loop(struct emu_rank *r)
     for (r->iter = 0; r->iter < r->total_iters; r->iter++) {
         atomic_store(&r->held_prev_iter_max, atomic_load(&r->held_iter_max));
         atomic_store(&r->held_iter_max, 0);
+        if (r->iter == r->opt->bw_change_iter) {
+            void (*set)(double) = (void (*)(double))dlsym(RTLD_DEFAULT, "emuNcclSetLinkBandwidth");
+            if (set) {
+                struct timespec ts;
+                set(r->opt->bw_change_Bps);
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                fprintf(stderr,
+                        "prophet-emu: rank %d: links at %.0f Mbit/s from iteration %d "
+                        "(t=%lld us CLOCK_MONOTONIC)\n",
+                        r->rank, r->opt->bw_change_Bps * 8 / 1e6, r->iter,
+                        (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
+            } else
+                fprintf(stderr, "prophet-emu: rank %d: --bw-change-at needs the emulated NCCL\n",
+                        r->rank);
+        }
         if (run_iteration(r, &out[r->iter]))
             return -1;
         if (r->iter == r->opt->rss_at) {
