@@ -34,7 +34,8 @@
 #include "settings.h"
 
 atomic_int prophet_hold_armed_;
-_Thread_local int prophet_hold_depth_;
+PROPHET_TLS int prophet_hold_depth_;
+atomic_int prophet_capture_seen_;
 
 #define HOLD_MAXDEP 8
 #define HOLD_STREAM_BUCKETS 256
@@ -101,7 +102,7 @@ static int hold_ncomms;
 static int hold_nopen, hold_nvirt, hold_nlive_recs, hold_nlive_streams;
 static CUevent *hold_pool;
 static int hold_pool_n, hold_pool_cap;
-static _Thread_local char hold_thread_key; /* its address names this thread's default stream */
+static PROPHET_TLS char hold_thread_key; /* its address names this thread's default stream */
 /* Releases c's open block (takes the comm lock): set by comm_life.c, so that this file calls
  * nothing above it (release.c calls prophet_hold_block_released). */
 static void (*_Atomic hold_release_fn)(prophet_comm_t *c);
