@@ -552,7 +552,7 @@ static int hold_collect_open(const hold_depset_t *s, hold_dep_t *out, int n)
 static void hold_release_or_wait(hold_dep_t *open, int n)
 {
     pthread_t self = pthread_self();
-    int64_t warn_at = prophet_now_us() + (int64_t)prophet_cfg.stall_ms * 1000;
+    int64_t warn_at = 0; /* read the clock only when a wait begins (not per call) */
     int warned = 0;
 
     for (int i = 0; i < n; i++) {
@@ -578,6 +578,8 @@ static void hold_release_or_wait(hold_dep_t *open, int n)
                             "issuing thread to release block generation %u",
                             (unsigned long)open[i].c->id, open[i].gen);
             }
+            if (!warn_at)
+                warn_at = prophet_now_us() + (int64_t)prophet_cfg.stall_ms * 1000;
             if (!warned && prophet_now_us() > warn_at) {
                 warned = 1;
                 prophet_msg(PROPHET_LOG_WARN,
