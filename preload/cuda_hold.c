@@ -371,7 +371,7 @@ static hold_stream_t *hold_stream(CUstream s, int ptsz)
         h->flags_known = 1;
     }
     if (h->legacy) {
-        for (int b = 0; b < HOLD_STREAM_BUCKETS; b++)
+        for (int b = 0; hold_nlive_streams > 0 && b < HOLD_STREAM_BUCKETS; b++)
             for (hold_stream_t *o = hold_streams[b]; o; o = o->next)
                 if (o != h && o->blocking && hold_stream_live(o))
                     hold_stream_merge(h, o);
@@ -911,7 +911,7 @@ void prophet_hold_ctx_sync(void)
             open[n++] = (hold_dep_t){hold_comms[i].c, hold_comms[i].open_gen};
     hold_release_or_wait(open, n);
     /* every block is released: the context synchronisation waits for X and the records on it */
-    for (int b = 0; b < HOLD_STREAM_BUCKETS; b++)
+    for (int b = 0; hold_nlive_streams > 0 && b < HOLD_STREAM_BUCKETS; b++)
         for (hold_stream_t *h = hold_streams[b]; h; h = h->next)
             hold_stream_prune(h);
     hold_rearm();
@@ -1134,8 +1134,9 @@ void prophet_hold_block_released(prophet_comm_t *c, uint32_t gen, int how)
         hc->released = gen;
     if (how == PROPHET_HOLD_DROPPED && c->gpu.gate_host) /* a gated stream must never hang */
         __atomic_store_n(c->gpu.gate_host, gen, __ATOMIC_RELEASE);
-    /* taints on this block are over: the gates stay on the GPU */
-    for (int b = 0; b < HOLD_STREAM_BUCKETS; b++)
+    /* taints on this block are over: the gates stay on the GPU (no stream with a dependency or
+     * a taint: nothing to prune, and no walk over every bucket per block) */
+    for (int b = 0; hold_nlive_streams > 0 && b < HOLD_STREAM_BUCKETS; b++)
         for (hold_stream_t *h = hold_streams[b]; h; h = h->next)
             HOLD_STREAM_CHANGE(h, {
                 hold_taint_prune(&h->taint);
@@ -1149,7 +1150,8 @@ void prophet_hold_block_released(prophet_comm_t *c, uint32_t gen, int how)
                 break;
             }
     }
-    for (int b = 0; b < HOLD_EVENT_BUCKETS; b++)
+    /* records that are not virtual but still carry a taint (none: no walk) */
+    for (int b = 0; hold_nlive_recs > hold_nvirt && b < HOLD_EVENT_BUCKETS; b++)
         for (hold_rec_t *r = hold_recs[b], *n; r; r = n) {
             n = r->next;
             if (!r->virt)
