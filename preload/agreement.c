@@ -7,8 +7,10 @@
  * make the same calls), so every rank decides alike. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "agreement.h"
+#include "closed_loop.h"
 #include "comm_state.h"
 #include "cuda_driver.h"
 #include "log_bridge.h"
@@ -17,17 +19,47 @@
 #include "readiness_poller.h"
 #include "settings.h"
 
+/* Polls ev until it fired: the same wait as cuEventSynchronize through another entry point. */
+static CUresult prophet_agreement_poll(CUevent ev)
+{
+    const struct timespec pause = {.tv_sec = 0, .tv_nsec = 20000};
+    CUresult rc;
+
+    while ((rc = prophet_cu.EventQuery(ev)) == CUDA_ERROR_NOT_READY)
+        nanosleep(&pause, NULL);
+    return rc;
+}
+
+/* Waits until the broadcast's bytes are in plan_host. Every rank installs the agreed plan at the
+ * same iteration, so a rank whose wait fails must still get the bytes (another way to wait) or
+ * stop the comm with an error: installing nothing while its peers install the plan would change
+ * its blocks (docs/reliability.md, "Local failures"). 0 when the bytes are there. */
+static int prophet_agreement_wait(prophet_comm_t *c)
+{
+    CUresult rc = CUDA_ERROR_INVALID_HANDLE;
+
+    /* a bounded wait at a program-order point: the broadcast was issued two iterations ago */
+    if (c->agree.plan_event_ok &&
+        (rc = prophet_cu.EventSynchronize(c->agree.plan_event)) == CUDA_SUCCESS)
+        return 0;
+    prophet_comm_fail(c, "waiting for the plan broadcast", rc);
+    if (c->agree.plan_event_ok)
+        rc = prophet_agreement_poll(c->agree.plan_event);
+    else
+        rc = prophet_cu.StreamSynchronize(c->gpu.x); /* X is FIFO: the broadcast is on it */
+    if (rc == CUDA_SUCCESS)
+        return 0;
+    prophet_comm_error(c, "waiting for the plan broadcast", ncclUnhandledCudaError);
+    return -1;
+}
+
 static void prophet_agreement_install(prophet_comm_t *c, uint64_t iteration)
 {
     prophet_plan_t *plan;
-    CUresult rc;
 
     c->agree.plan_pending = 0;
-    /* a bounded wait at a program-order point: the broadcast was issued two iterations ago */
-    if ((rc = prophet_cu.EventSynchronize(c->agree.plan_event)) != CUDA_SUCCESS) {
-        prophet_comm_fail(c, "waiting for the plan broadcast", rc);
+    if (c->passthrough || prophet_agreement_wait(c) != 0)
         return;
-    }
     plan = calloc(1, sizeof(*plan));
     if (!plan)
         return; /* cannot happen in practice; treated like a rejected plan on this rank only */
@@ -37,6 +69,9 @@ static void prophet_agreement_install(prophet_comm_t *c, uint64_t iteration)
                     (unsigned long)c->id, (unsigned long)iteration);
         goto out;
     }
+    /* the closed loop's cadence: agreed bytes, so every rank schedules the next broadcast alike */
+    if (plan->trial.next_in)
+        c->agree.next_agree_iter = c->loop.agree_iter + plan->trial.next_in;
     if (plan->n_calls != c->agree.agree_n || plan->sig_hash != c->agree.agree_hash ||
         prophet_engine_set_plan(c->models.engine, plan) != 0) {
         c->stats.plan_rejects++;
@@ -54,6 +89,7 @@ static void prophet_agreement_install(prophet_comm_t *c, uint64_t iteration)
                 (unsigned long)c->id, (unsigned long)iteration, plan->version,
                 prophet_policy_name(plan->policy), plan->n_calls, plan->n_blocks,
                 plan->predicted_iteration_us);
+    prophet_loop_installed(c, plan, iteration);
     prophet_logb_plan(c, iteration, plan);
 out:
     free(plan);
@@ -79,7 +115,8 @@ static void prophet_agreement_pack(prophet_comm_t *c)
         return;
     prophet_netmodel_get(c->models.net, &net);
     if (prof && prof->n_calls == c->agree.agree_n &&
-        prophet_plan_make(&po, prof, &net, plan) == 0) {
+        (prophet_loop_on() ? prophet_loop_plan(c, &po, prof, &net, plan)
+                           : prophet_plan_make(&po, prof, &net, plan)) == 0) {
         plan->version = ++c->agree.plan_version;
         plan->n_calls = c->agree.agree_n;
         plan->sig_hash = c->agree.agree_hash; /* the hash every rank computes the same way */
@@ -89,6 +126,13 @@ static void prophet_agreement_pack(prophet_comm_t *c)
     free(plan);
 }
 
+static ncclResult_t prophet_agreement_bcast(prophet_comm_t *c)
+{
+    return prophet_nccl.Broadcast((void *)(uintptr_t)c->agree.plan_dev,
+                                  (void *)(uintptr_t)c->agree.plan_dev, PROPHET_PLAN_WIRE_BYTES,
+                                  ncclUint8, 0, c->handle, c->gpu.x);
+}
+
 static void prophet_agreement_broadcast(prophet_comm_t *c, uint64_t iteration)
 {
     prophet_net_t net;
@@ -96,30 +140,39 @@ static void prophet_agreement_broadcast(prophet_comm_t *c, uint64_t iteration)
     ncclResult_t nrc;
     CUresult rc;
 
+    c->loop.agree_iter = iteration;
     c->agree.agree_n = c->order.seq_n_last;
     c->agree.agree_hash = c->order.seq_hash_last;
     if (c->rank == 0 && !c->passthrough)
         prophet_agreement_pack(c);
     else if (c->rank == 0)
         memset(c->agree.plan_host, 0, PROPHET_PLAN_WIRE_BYTES);
-    nrc = prophet_nccl.Broadcast((void *)(uintptr_t)c->agree.plan_dev,
-                                 (void *)(uintptr_t)c->agree.plan_dev, PROPHET_PLAN_WIRE_BYTES,
-                                 ncclUint8, 0, c->handle, c->gpu.x);
+    nrc = prophet_agreement_bcast(c);
     if (nrc != ncclSuccess) {
-        prophet_msg(PROPHET_LOG_WARN, "comm %lu: plan broadcast failed (%s); passthrough",
+        /* Its peers issued this broadcast: skipping it would shift every later NCCL call of this
+         * rank against theirs. Issued once more: in step if the failed call enqueued nothing
+         * (argument checks, an allocation); failing again if the comm is broken (NCCL returns a
+         * comm's async error from every later call). A second failure stops the comm with the
+         * error (docs/reliability.md, "Local failures"). */
+        prophet_msg(PROPHET_LOG_WARN, "comm %lu: plan broadcast failed (%s); issuing it again",
                     (unsigned long)c->id,
                     prophet_nccl.GetErrorString ? prophet_nccl.GetErrorString(nrc) : "?");
-        c->passthrough = 1;
-        return;
+        if ((nrc = prophet_agreement_bcast(c)) != ncclSuccess) {
+            prophet_comm_error(c, "the plan broadcast", nrc);
+            return;
+        }
     }
-    if (c->passthrough)
-        return; /* took part in the broadcast; installs nothing */
-    if ((rc = prophet_cu.EventRecord(c->agree.plan_event, c->gpu.x)) != CUDA_SUCCESS) {
-        prophet_comm_fail(c, "cuEventRecord(plan)", rc);
-        return;
-    }
+    /* every rank that broadcast has a plan pending (a passthrough comm too: it installs nothing
+     * but skips the next agreement point as its peers do) */
     c->agree.plan_pending = 1;
     c->agree.plan_apply_iter = iteration + 2;
+    c->agree.plan_event_ok = 0;
+    if (c->passthrough)
+        return;
+    if ((rc = prophet_cu.EventRecord(c->agree.plan_event, c->gpu.x)) != CUDA_SUCCESS)
+        prophet_comm_fail(c, "recording the plan broadcast's event", rc); /* X is waited for */
+    else
+        c->agree.plan_event_ok = 1;
     prophet_netmodel_get(c->models.net, &net);
     probe = prophet_poller_probe_Bps();
     if (probe >= 0)

@@ -160,10 +160,13 @@ static int prophet_comm_setup_local(prophet_comm_t *c)
 }
 
 /* The setup vote: every rank all-reduces (min) whether its setup succeeded, on the caller's
- * stream, and waits for the result. 0 if every rank succeeded. Without it a rank whose setup
- * failed would pass through while its peers issue plan broadcasts and blocks it never joins. The
- * vote word lies in the comm's mapped host memory, or in 64 bytes of its own (never freed, like
- * that memory) when the setup failed before having it. */
+ * stream, and waits for the result. 0 if every rank succeeded, -1 if one failed (every rank
+ * passes through), -2 if this rank could not take part or read the result: it cannot know what
+ * its peers do next, so the error goes to the job (prophet_comm_error) rather than a call its
+ * peers do not match. Without the vote a rank whose setup failed would pass through while its
+ * peers issue plan broadcasts and blocks it never joins. The vote word lies in the comm's mapped
+ * host memory, or in 64 bytes of its own (never freed, like that memory) when the setup failed
+ * before having it. */
 static int prophet_comm_setup_vote(prophet_comm_t *c, CUstream st, int ok)
 {
     volatile int32_t *word = NULL;
@@ -179,10 +182,10 @@ static int prophet_comm_setup_vote(prophet_comm_t *c, CUstream st, int ok)
                     &mem, 64, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE)) !=
                    CUDA_SUCCESS ||
                (rc = prophet_cu.MemHostGetDevicePointer(&dev, mem, 0)) != CUDA_SUCCESS) {
-        prophet_msg(PROPHET_LOG_WARN,
-                    "comm %lu: no memory for the setup vote (%s): its peers wait for this rank",
+        prophet_msg(PROPHET_LOG_WARN, "comm %lu: no memory for the setup vote (%s)",
                     (unsigned long)c->id, prophet_cuda_errstr(rc));
-        return -1;
+        prophet_comm_error(c, "taking part in the setup vote", ncclSystemError);
+        return -2;
     } else {
         word = mem;
     }
@@ -190,14 +193,14 @@ static int prophet_comm_setup_vote(prophet_comm_t *c, CUstream st, int ok)
     nrc = prophet_nccl.AllReduce((const void *)(uintptr_t)dev, (void *)(uintptr_t)dev, 1, ncclInt32,
                                  ncclMin, c->handle, st);
     if (nrc != ncclSuccess) {
-        prophet_msg(PROPHET_LOG_WARN, "comm %lu: the setup vote failed (%s)", (unsigned long)c->id,
-                    prophet_nccl.GetErrorString ? prophet_nccl.GetErrorString(nrc) : "?");
-        return -1;
+        prophet_comm_error(c, "the setup vote", nrc);
+        return -2;
     }
     if ((rc = prophet_cu.StreamSynchronize(st)) != CUDA_SUCCESS) {
         prophet_msg(PROPHET_LOG_WARN, "comm %lu: waiting for the setup vote failed (%s)",
                     (unsigned long)c->id, prophet_cuda_errstr(rc));
-        return -1;
+        prophet_comm_error(c, "waiting for the setup vote", ncclUnhandledCudaError);
+        return -2;
     }
     return *word == 1 ? 0 : -1;
 }
@@ -205,7 +208,7 @@ static int prophet_comm_setup_vote(prophet_comm_t *c, CUstream st, int ok)
 int prophet_comm_setup(prophet_comm_t *c, CUstream st)
 {
     CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
-    int ok;
+    int ok, vote;
 
     if (c->setup)
         return c->setup > 0 ? 0 : -1;
@@ -220,8 +223,8 @@ int prophet_comm_setup(prophet_comm_t *c, CUstream st)
         return -1;
     c->setup = -1;
     ok = prophet_comm_setup_local(c) == 0;
-    if (prophet_comm_setup_vote(c, st, ok) != 0) {
-        if (ok)
+    if ((vote = prophet_comm_setup_vote(c, st, ok)) != 0) {
+        if (ok && vote == -1)
             prophet_msg(PROPHET_LOG_WARN,
                         "comm %lu: setup failed on another rank; this communicator passes "
                         "through on every rank",

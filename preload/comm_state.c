@@ -12,6 +12,7 @@
 #include "init.h"
 #include "tls.h"
 #include "log_line.h"
+#include "nccl_symbols.h"
 #include "settings.h"
 
 static _Atomic(prophet_comm_t *) prophet_comms;
@@ -70,6 +71,7 @@ void prophet_comm_created(ncclComm_t handle, int rank, int nranks, const ncclCon
         c->blocking = config->blocking != 0;
     c->passthrough = !c->blocking && prophet_cfg.gate == PROPHET_GATE_HOLD;
     c->order.last_index = UINT32_MAX;
+    c->loop.in_force = c->loop.iter_cand = PROPHET_CAND_NONE;
     c->id = atomic_fetch_add(&prophet_next_comm_id, 1);
     atomic_store(&c->alive, 1);
     head = atomic_load(&prophet_comms);
@@ -82,10 +84,33 @@ void prophet_comm_created(ncclComm_t handle, int rank, int nranks, const ncclCon
 
 void prophet_comm_fail(prophet_comm_t *c, const char *what, CUresult rc)
 {
-    if (!c->passthrough)
+    int level;
+
+    if (c->setup <= 0) {
+        if (!c->passthrough)
+            prophet_msg(PROPHET_LOG_WARN,
+                        "comm %lu: %s failed (%s); this communicator passes through from now on",
+                        (unsigned long)c->id, what, prophet_cuda_errstr(rc));
+        c->passthrough = 1;
+        return;
+    }
+    /* One rank alone must never change the NCCL calls it issues (invariant 1): the caller works
+     * around this failure here, with the same calls in the same groups. */
+    level = c->local_faults++ ? PROPHET_LOG_TRACE : PROPHET_LOG_WARN;
+    prophet_msg(level,
+                "comm %lu: %s failed (%s); handled on this rank, the NCCL calls stay the same",
+                (unsigned long)c->id, what, prophet_cuda_errstr(rc));
+}
+
+void prophet_comm_error(prophet_comm_t *c, const char *what, ncclResult_t err)
+{
+    if (c->error == ncclSuccess)
         prophet_msg(PROPHET_LOG_WARN,
-                    "comm %lu: %s failed (%s); this communicator passes through from now on",
-                    (unsigned long)c->id, what, prophet_cuda_errstr(rc));
+                    "comm %lu: %s failed on this rank and cannot be worked around without changing "
+                    "its NCCL calls; every later call on this communicator returns '%s'",
+                    (unsigned long)c->id, what,
+                    prophet_nccl.GetErrorString ? prophet_nccl.GetErrorString(err) : "an error");
+    c->error = err;
     c->passthrough = 1;
 }
 
@@ -196,4 +221,6 @@ void prophet_comm_free_models(prophet_comm_t *c)
     c->models.net = NULL;
     free(c->order.seq);
     c->order.seq = NULL;
+    free(c->loop.trials); /* closed_loop.c's, a plain allocation */
+    c->loop.trials = NULL;
 }

@@ -12,7 +12,7 @@
 
 #include "prophet/sched.h"
 
-#define PROPHET_BLOCK_MAX 64 /* members of one block at most */
+#define PROPHET_BLOCK_MAX PROPHET_PLAN_BLOCK_MAX /* members of one block at most (64) */
 
 typedef struct prophet_member {
     const void *sendbuff;
@@ -36,6 +36,8 @@ typedef struct prophet_block {
     uint32_t number; /* block number within the iteration */
     int64_t last_arrival_us;
     int stall_warned;
+    int on_stream; /* a member has no ready event (a local failure): launch the block on the
+                    * members' stream, as the same group (release.c's fallback) */
     prophet_member_t m[PROPHET_BLOCK_MAX];
 } prophet_block_t;
 
@@ -78,7 +80,8 @@ typedef struct prophet_comm_agree {
     uint32_t plan_version;
     uint32_t agree_n; /* program-order data of the broadcast iteration */
     uint64_t agree_hash;
-    int have_plan; /* an agreed plan is installed in the engine */
+    int have_plan;     /* an agreed plan is installed in the engine */
+    int plan_event_ok; /* plan_event was recorded behind the pending broadcast */
 } prophet_comm_agree_t;
 
 /* The sched/ models. Made by comm_life.c's setup, freed at retire (comm_state.c); the learner is
@@ -117,6 +120,18 @@ typedef struct prophet_comm_blocks {
     uint32_t spare_n;
 } prophet_comm_blocks_t;
 
+/* The closed loop (closed_loop.c): which candidate's plan is in force, whether it holds nothing,
+ * and on rank 0 the trials and the iteration times that feed them. */
+typedef struct prophet_comm_loop {
+    prophet_trials_t *trials; /* rank 0 under the closed loop, else NULL */
+    uint32_t in_force;        /* candidate of the plan in force, PROPHET_CAND_NONE */
+    int direct;               /* the plan in force is passthrough: calls go straight to NCCL */
+    uint64_t agree_iter;      /* iteration of the last plan broadcast */
+    int64_t iter_start_us;    /* rank 0: first call of the current iteration (0: none) */
+    int iter_clean;           /* rank 0: the current iteration's time is a sample */
+    uint32_t iter_cand;       /* rank 0: the candidate in force during it */
+} prophet_comm_loop_t;
+
 typedef struct prophet_stats {
     uint64_t calls;     /* intercepted calls on the communicator (all kinds) */
     uint64_t scheduled; /* all-reduces held and released by the scheduler */
@@ -137,9 +152,13 @@ typedef struct prophet_comm {
     uint64_t id; /* creation order in the process: the same on every rank */
     int rank, nranks;
     _Atomic int alive;
-    int blocking;    /* from the config at creation (non-blocking comms pass through) */
-    int setup;       /* 0 not yet, 1 done, -1 failed (passthrough) */
-    int passthrough; /* scheduling off for this comm (error, non-blocking, capture failure) */
+    int blocking;          /* from the config at creation (non-blocking comms pass through) */
+    int setup;             /* 0 not yet, 1 done, -1 failed (passthrough) */
+    int passthrough;       /* scheduling off for this comm: set where every rank does the same (the
+                            * setup vote, non-blocking, a sticky error), never by one rank alone */
+    uint32_t local_faults; /* failures handled on this rank alone (prophet_comm_fail) */
+    ncclResult_t error;    /* sticky: a failure no rank could handle alone (prophet_comm_error);
+                            * every later call on the comm returns it, none is issued */
     int summary_done;
 
     prophet_comm_gpu_t gpu;
@@ -147,6 +166,7 @@ typedef struct prophet_comm {
     prophet_comm_models_t models;
     prophet_comm_order_t order;
     prophet_comm_blocks_t blocks;
+    prophet_comm_loop_t loop;
 
     void *log;             /* log_bridge.c: prophet_log_writer_t * when PROPHET_LOG is set */
     prophet_stats_t stats; /* counters, written by the module that counts */
@@ -172,7 +192,13 @@ void prophet_comm_summary(prophet_comm_t *c);
 void prophet_comm_gpu_release(prophet_comm_t *c);
 /* Learner, engine, net model and signature sequence (retire). Locked. */
 void prophet_comm_free_models(prophet_comm_t *c);
-/* Switch the comm to passthrough after an error of our own (one WARN). Locked. */
+/* A CUDA call of ours failed (one WARN per comm). During the setup: passthrough (the setup vote
+ * makes it every rank's). After the setup the caller handles it on this rank alone, keeping the
+ * NCCL calls this rank issues unchanged (docs/reliability.md, "Local failures"). Locked. */
 void prophet_comm_fail(prophet_comm_t *c, const char *what, CUresult rc);
+/* A failure this rank cannot handle without changing its NCCL calls: the comm stops, every later
+ * call on it returns `err` to the caller without being issued (what NCCL does with a comm that
+ * had an error); the job fails like on an NCCL error instead of diverging from its peers. */
+void prophet_comm_error(prophet_comm_t *c, const char *what, ncclResult_t err);
 
 #endif

@@ -54,20 +54,24 @@ static void prophet_block_clear(prophet_comm_t *c)
     c->blocks.pending.n = 0;
     c->blocks.pending.bytes = 0;
     c->blocks.pending.stall_warned = 0;
+    c->blocks.pending.on_stream = 0;
     c->order.block_number++;
 }
 
-/* A CUDA call of ours failed before the block reached NCCL: run the members where the caller
- * put them (they are all on b->stream, in order, after everything enqueued there so far), open the
- * block's gate word behind them (from the host when that stream is itself gated on this block: a
- * gated stream must never hang), and pass this communicator through from now on. */
+/* The block cannot go through X (a CUDA call of ours failed before it reached NCCL, or the comm
+ * does not schedule): run the members where the caller put them, as the same group (they are all
+ * on b->stream, in order, after everything enqueued there so far: the NCCL calls stay those of
+ * every other rank), open the block's gate word behind them (from the host when that stream is
+ * itself gated on this block: a gated stream must never hang). `what` (NULL: no failure) is
+ * reported; the comm goes on scheduling (prophet_comm_fail). */
 static ncclResult_t prophet_release_fallback(prophet_comm_t *c, const char *what, CUresult crc)
 {
     ncclResult_t rc;
     uint32_t gen = c->gpu.gate_gen + 1;
     int how = PROPHET_HOLD_DROPPED;
 
-    prophet_comm_fail(c, what, crc);
+    if (what)
+        prophet_comm_fail(c, what, crc);
     rc = prophet_launch_members(c, &c->blocks.pending, c->blocks.pending.stream);
     c->gpu.gate_gen = gen;
     if (c->gpu.gate_dev && prophet_hold_may_join(c, c->blocks.pending.stream, gen) &&
@@ -89,11 +93,14 @@ ncclResult_t prophet_release_pending(prophet_comm_t *c)
     ncclResult_t nrc;
     CUresult rc;
     CUevent start, end;
+    int ended;
 
     if (b->n == 0)
         return ncclSuccess;
     if (c->passthrough || c->setup <= 0)
-        return prophet_release_fallback(c, "scheduling", CUDA_ERROR_UNKNOWN);
+        return prophet_release_fallback(c, NULL, CUDA_SUCCESS);
+    if (b->on_stream)
+        return prophet_release_fallback(c, NULL, CUDA_SUCCESS); /* reported at the member */
     f = malloc(sizeof(*f) + b->n * sizeof(f->m[0]));
     start = prophet_comm_event_get(c);
     end = prophet_comm_event_get(c);
@@ -113,17 +120,23 @@ ncclResult_t prophet_release_pending(prophet_comm_t *c)
     f->release_us = prophet_now_us();
     nrc = prophet_launch_members(c, b, c->gpu.x);
     /* From here on NCCL has the operations: the gate must open whatever happens. */
-    rc = prophet_cu.EventRecord(end, c->gpu.x);
+    ended = prophet_cu.EventRecord(end, c->gpu.x) == CUDA_SUCCESS;
     c->gpu.gate_gen++;
-    if (rc == CUDA_SUCCESS)
-        rc = prophet_cu.StreamWriteValue32(c->gpu.x, c->gpu.gate_dev, c->gpu.gate_gen,
-                                           CU_STREAM_WRITE_VALUE_DEFAULT);
+    rc = ended ? prophet_cu.StreamWriteValue32(c->gpu.x, c->gpu.gate_dev, c->gpu.gate_gen,
+                                               CU_STREAM_WRITE_VALUE_DEFAULT)
+               : CUDA_ERROR_UNKNOWN;
     if (rc != CUDA_SUCCESS) {
-        /* second best: X's end event, then the gate word from the host once it fired (a gated
-         * stream never hangs; this comm passes through from now on) */
-        if (prophet_cu.EventSynchronize(end) != CUDA_SUCCESS)
-            prophet_cu.StreamSynchronize(c->gpu.x);
+        /* The block is in NCCL, on every rank alike; only this rank's gate failed. Second best,
+         * on this rank alone: wait on the host for X's end event (or X: an end event that was
+         * never recorded would not wait), then open the gate word from the host
+         * (PROPHET_HOLD_DROPPED). The comm goes on scheduling: its next blocks are its peers'
+         * blocks (invariant 1). */
         prophet_comm_fail(c, "opening the block's gate on the internal stream", rc);
+        if ((!ended || prophet_cu.EventSynchronize(end) != CUDA_SUCCESS) &&
+            prophet_cu.StreamSynchronize(c->gpu.x) != CUDA_SUCCESS)
+            /* no way to know when the block ends: the gate opens now (a gated stream must never
+             * hang) and the comm stops with an error rather than let a consumer read early */
+            prophet_comm_error(c, "waiting for a block whose gate failed", ncclUnhandledCudaError);
     }
     prophet_hold_block_released(c, c->gpu.gate_gen,
                                 rc == CUDA_SUCCESS ? PROPHET_HOLD_ON_X : PROPHET_HOLD_DROPPED);
@@ -134,6 +147,15 @@ ncclResult_t prophet_release_pending(prophet_comm_t *c)
         c->stats.blocks_multi++;
     prophet_msg(PROPHET_LOG_TRACE, "comm %lu: block %u released: %u calls, %lu bytes (nccl %d)",
                 (unsigned long)c->id, b->number, b->n, (unsigned long)b->bytes, (int)nrc);
+    if (!ended) { /* no end event: no timing for the poller */
+        free(f);
+        prophet_comm_event_put(c, start);
+        prophet_comm_event_put(c, end);
+        for (uint32_t i = 0; i < b->n; i++)
+            prophet_comm_event_put(c, b->m[i].ready);
+        prophet_block_clear(c);
+        return nrc;
+    }
     f->n = b->n;
     f->deferred = 1;
     f->start = start;

@@ -9,6 +9,7 @@
 #include "schedule.h"
 #include "comm_state.h"
 #include "agreement.h"
+#include "closed_loop.h"
 #include "comm_life.h"
 #include "cuda_driver.h"
 #include "cuda_hold.h"
@@ -111,6 +112,7 @@ static int prophet_observe(prophet_comm_t *c, prophet_call_t *k, int64_t ready_u
         if (c->agree.have_plan)
             prophet_engine_set_plan(c->models.engine, NULL);
         c->agree.have_plan = 0;
+        prophet_loop_reset(c);
         c->order.measured_iters = 0;
         if (prophet_cfg.gate == PROPHET_GATE_HOLD)
             c->agree.next_agree_iter = UINT64_MAX;
@@ -210,8 +212,11 @@ static int prophet_holding(const prophet_comm_t *c)
  * held count (before that, calls pass through and their readiness is our own schedule's). */
 static void prophet_measure_step(prophet_comm_t *c, uint64_t iteration)
 {
+    /* under a passthrough plan (calls go straight to NCCL) only one in PROPHET_SAMPLE_EVERY */
+    uint32_t every = c->loop.direct ? PROPHET_SAMPLE_EVERY : PROPHET_MEASURE_EVERY;
+
     c->order.measuring = prophet_cfg.gate == PROPHET_GATE_HOLD && prophet_holding(c) &&
-                         (!c->agree.have_plan || iteration % PROPHET_MEASURE_EVERY == 0);
+                         (!c->agree.have_plan || iteration % every == 0);
     c->order.measure_phase = (iteration / PROPHET_MEASURE_EVERY) % 2 ? PROPHET_BLOCK_MAX / 2 : 0;
     if (!c->order.measuring)
         return;
@@ -243,16 +248,19 @@ static ncclResult_t prophet_hold(prophet_comm_t *c, const prophet_call_t *k)
     CUresult rc = CUDA_ERROR_OUT_OF_MEMORY;
 
     if (!ready || (rc = prophet_cu.EventRecord(ready, k->stream)) != CUDA_SUCCESS) {
+        /* No ready event for X to wait on: the call is held all the same (its peers hold it) and
+         * its block is launched on the members' stream, as the same group (release.c). */
         prophet_comm_event_put(c, ready);
-        prophet_comm_fail(c, "cuEventRecord", rc);
-        prophet_release_pending(c); /* falls back to the members' stream */
-        return prophet_real_allreduce(c, k);
+        ready = NULL;
+        prophet_comm_fail(c, "recording a held call's ready event", rc);
     }
     if (b->n == 0) {
         b->stream = k->stream;
         b->owner = pthread_self();
         b->number = c->order.block_number;
     }
+    if (!ready)
+        b->on_stream = 1;
     b->m[b->n++] = prophet_call_member(k, ready);
     /* A block's first member may wait behind the previous block's gate: its ready event then
      * measures our own schedule, not the job. The others are true readiness (the first call of
@@ -342,17 +350,22 @@ static ncclResult_t prophet_allreduce_in(prophet_comm_t *c, const void *sendbuff
 
     pthread_mutex_lock(&c->lock);
     c->stats.calls++;
+    if (c->error != ncclSuccess)
+        goto failed;
     /* non-blocking comms and odd arguments: the same on every rank; the setup (and its vote, a
      * host wait) at the first such call outside a user group, also the same on every rank */
-    if (!c->blocking || !prophet_schedulable_args(&k) || (!c->setup && in_group) ||
-        prophet_comm_setup(c, k.stream) != 0)
+    if (!c->blocking || !prophet_schedulable_args(&k) || (!c->setup && in_group))
         goto passthrough;
+    if (prophet_comm_setup(c, k.stream) != 0)
+        goto setup_failed;
     /* A comm switched to passthrough by an error of ours keeps observing, so that it keeps
      * taking part in the plan broadcasts that its peers issue (the NCCL sequence stays equal). */
     if (!in_group && !c->passthrough && prophet_capture_possible()) {
         if ((rc = prophet_cu.StreamIsCapturing(k.stream, &cap)) != CUDA_SUCCESS) {
-            prophet_comm_fail(c, "cuStreamIsCapturing", rc);
-            goto passthrough;
+            /* capture or not decides whether the call may be held: unknown here alone. NCCL's
+             * own enqueue fails the call with ncclUnhandledCudaError in this case. */
+            prophet_comm_error(c, "cuStreamIsCapturing", ncclUnhandledCudaError);
+            goto failed;
         }
         if (cap != CU_STREAM_CAPTURE_STATUS_NONE) {
             prophet_msg(PROPHET_LOG_TRACE,
@@ -376,10 +389,19 @@ static ncclResult_t prophet_allreduce_in(prophet_comm_t *c, const void *sendbuff
          (flags & (PROPHET_LEARN_ITER_START | PROPHET_LEARN_RELEARN)) || !prophet_may_join(c, &k)))
         prophet_release_pending(c);
     if (flags >= 0 && (flags & PROPHET_LEARN_ITER_START)) {
+        prophet_loop_iter_start(c, k.arrival_us);
         prophet_agreement_step(c, k.iteration);
+        if (c->error != ncclSuccess)
+            goto failed;
         prophet_measure_step(c, k.iteration);
+        prophet_loop_iter_mark(c, k.iteration);
     }
     if (c->passthrough)
+        goto passthrough;
+    /* an agreed passthrough plan holds nothing: outside its sampled (measurement) iterations the
+     * call goes straight to NCCL, with no event of ours (agreed data and program order only) */
+    if (c->loop.direct && c->agree.have_plan && !c->order.measuring &&
+        prophet_cfg.gate == PROPHET_GATE_HOLD && k.index != UINT32_MAX && flags >= 0)
         goto passthrough;
     if (prophet_cfg.gate != PROPHET_GATE_HOLD || k.index == UINT32_MAX || flags < 0 ||
         !prophet_holding(c)) {
@@ -398,6 +420,17 @@ passthrough:
     prophet_hold_work_own(k.stream, 0); /* real work of the job on the stream */
     pthread_mutex_unlock(&c->lock);
     return prophet_real_allreduce(c, &k);
+setup_failed:
+    if (c->error == ncclSuccess)
+        goto passthrough; /* every rank passes through (the setup vote) */
+failed:
+    /* a failure no rank can handle alone (prophet_comm_error): what it held goes first (the same
+     * group its peers launch), then this call and every later one return the error, unissued */
+    if (!in_group)
+        prophet_release_pending(c);
+    nrc = c->error;
+    pthread_mutex_unlock(&c->lock);
+    return nrc;
 }
 
 void prophet_comm_barrier(ncclComm_t comm)

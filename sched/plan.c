@@ -6,7 +6,8 @@
  *   8  u32 plan version       12  u32 policy           16  u32 n_calls     20  u32 n_blocks
  *   24 u64 predicted_iteration_us (IEEE-754 bits)      32  u64 sig_hash
  *   40 u64 checksum: FNV-1a 64 of the whole buffer with this field zeroed
- *   48..63 zero
+ *   48 u8 trial phase  49 u8 candidate  50 u8 judged candidate  51 u8 judged samples
+ *   52 u16 trial round  54 u16 next_in  56 u32 judged median us  60 u32 chosen figure us
  *   64 u32 block_first[PROPHET_MAX_CALLS] (entries past n_blocks are zero)
  * unpack rejects anything else with -EINVAL: wrong size, magic, version, checksum, counts, or
  * block starts that are not a partition (first 0, strictly ascending, below n_calls). */
@@ -90,7 +91,9 @@ int prophet_plan_pack(const prophet_plan_t *plan, void *buf, size_t len)
     uint32_t i;
 
     if (!plan || !buf || len < PROPHET_PLAN_WIRE_BYTES || plan->n_calls > PROPHET_MAX_CALLS ||
-        plan->n_blocks > plan->n_calls || (unsigned)plan->policy >= PROPHET_POLICY_COUNT)
+        plan->n_blocks > plan->n_calls || (unsigned)plan->policy >= PROPHET_POLICY_COUNT ||
+        plan->trial.phase > PROPHET_TRIAL_CHOSEN || plan->trial.candidate > 255 ||
+        plan->trial.judged > 255 || plan->trial.round > 65535 || plan->trial.next_in > 65535)
         return -EINVAL;
     memset(b, 0, PROPHET_PLAN_WIRE_BYTES);
     put_u32(b, PLAN_MAGIC);
@@ -102,6 +105,14 @@ int prophet_plan_pack(const prophet_plan_t *plan, void *buf, size_t len)
     memcpy(&bits, &plan->predicted_iteration_us, sizeof(bits));
     put_u64(b + 24, bits);
     put_u64(b + 32, plan->sig_hash);
+    b[48] = (uint8_t)plan->trial.phase;
+    b[49] = (uint8_t)plan->trial.candidate;
+    b[50] = (uint8_t)plan->trial.judged;
+    b[51] = (uint8_t)(plan->trial.judged_samples > 255 ? 255 : plan->trial.judged_samples);
+    put_u16(b + 52, (uint16_t)plan->trial.round);
+    put_u16(b + 54, (uint16_t)plan->trial.next_in);
+    put_u32(b + 56, plan->trial.judged_us);
+    put_u32(b + 60, plan->trial.chosen_us);
     for (i = 0; i < plan->n_blocks; i++)
         put_u32(b + OFF_BLOCKS + 4 * i, plan->block_first[i]);
     put_u64(b + OFF_CHECKSUM, wire_checksum(b));
@@ -123,7 +134,7 @@ int prophet_plan_unpack(prophet_plan_t *plan, const void *buf, size_t len)
     n_calls = get_u32(b + 16);
     n_blocks = get_u32(b + 20);
     if (policy >= PROPHET_POLICY_COUNT || n_calls == 0 || n_calls > PROPHET_MAX_CALLS ||
-        n_blocks == 0 || n_blocks > n_calls)
+        n_blocks == 0 || n_blocks > n_calls || b[48] > PROPHET_TRIAL_CHOSEN)
         return -EINVAL;
     for (i = 0; i < n_blocks; i++) {
         uint32_t f = get_u32(b + OFF_BLOCKS + 4 * i);
@@ -139,6 +150,14 @@ int prophet_plan_unpack(prophet_plan_t *plan, const void *buf, size_t len)
     bits = get_u64(b + 24);
     memcpy(&plan->predicted_iteration_us, &bits, sizeof(bits));
     plan->sig_hash = get_u64(b + 32);
+    plan->trial = (prophet_plan_trial_t){.phase = b[48],
+                                         .candidate = b[49],
+                                         .judged = b[50],
+                                         .judged_samples = b[51],
+                                         .round = get_u16(b + 52),
+                                         .next_in = get_u16(b + 54),
+                                         .judged_us = get_u32(b + 56),
+                                         .chosen_us = get_u32(b + 60)};
     for (i = 0; i < n_blocks; i++)
         plan->block_first[i] = get_u32(b + OFF_BLOCKS + 4 * i);
     return 0;

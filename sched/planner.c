@@ -25,6 +25,21 @@ int prophet_plan_passthrough(const prophet_profile_t *p, prophet_plan_t *out)
     return 0;
 }
 
+/* Splits every block of more than PROPHET_PLAN_BLOCK_MAX calls into runs of that many from its
+ * first call: the preload never holds more in one block. */
+static void plan_cap_blocks(prophet_plan_t *out)
+{
+    uint32_t starts[PROPHET_MAX_CALLS], n = 0;
+
+    for (uint32_t b = 0; b < out->n_blocks; b++) {
+        uint32_t end = b + 1 < out->n_blocks ? out->block_first[b + 1] : out->n_calls;
+        for (uint32_t f = out->block_first[b]; f < end; f += PROPHET_PLAN_BLOCK_MAX)
+            starts[n++] = f;
+    }
+    memcpy(out->block_first, starts, sizeof(starts[0]) * n);
+    out->n_blocks = n;
+}
+
 static int plan_valid(const prophet_plan_t *pl)
 {
     uint32_t i;
@@ -50,6 +65,7 @@ int prophet_plan_make(const prophet_planner_opts_t *opts, const prophet_profile_
         (unsigned)opts->policy >= PROPHET_POLICY_COUNT)
         return -EINVAL;
     out->policy = opts->policy;
+    memset(&out->trial, 0, sizeof(out->trial));
     out->n_calls = profile->n_calls;
     out->n_blocks = 0;
     switch (opts->policy) {
@@ -73,6 +89,7 @@ int prophet_plan_make(const prophet_planner_opts_t *opts, const prophet_profile_
         return err;
     if (!plan_valid(out))
         return -EINVAL; /* a planner bug: never hand out a plan that is not a partition */
+    plan_cap_blocks(out);
     out->sig_hash = prophet_sig_hash(profile->sig, profile->n_calls);
     out->predicted_iteration_us = 0;
     err = prophet_sim_run(&so, profile, net, out, &res);

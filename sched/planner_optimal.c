@@ -7,7 +7,9 @@
  * an optimal partition of [0, i):
  *     E(0) = -inf,  E(j) = min over i < j of  max(E(i), R(i, j)) + alpha + B(i, j) / bw
  * where R is the latest ready time and B the bytes of [i, j). E(n) is the exact optimum; ties
- * keep the partition with fewer blocks. O(n^2) time, O(n) memory. */
+ * keep the partition with fewer blocks. A block holds at most PROPHET_PLAN_BLOCK_MAX calls (the
+ * preload's cap), so i >= j - PROPHET_PLAN_BLOCK_MAX: the optimum among the partitions the preload
+ * can release as planned. O(n * cap) time, O(n) memory. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -35,7 +37,7 @@ int prophet_plan_optimal(const prophet_profile_t *p, const prophet_net_t *net, p
         end[j] = INFINITY;
         cnt[j] = UINT32_MAX;
         from[j] = 0;
-        for (i = j; i-- > 0;) { /* block [i, j), grown backwards */
+        for (i = j; i-- > 0 && j - i <= PROPHET_PLAN_BLOCK_MAX;) { /* block [i, j), backwards */
             double start, e;
 
             if (p->ready_us[i] > ready)

@@ -160,6 +160,27 @@ static const char *net_source(prophet_net_source_t s)
     return (unsigned)s < 4 ? names[s] : "?";
 }
 
+/* The closed loop's part of a plan: the figure of the candidate whose trial window closed at
+ * this agreement, and what the plan is (a candidate timed, or the choice and its figure). */
+static void print_trial(const rep_plan_t *p)
+{
+    char x[32];
+
+    if (!p->trial)
+        return;
+    if (p->judged[0]) {
+        ms(x, sizeof(x), (double)p->judged_us);
+        printf("    trial round %lld  %s measured %s (median of %lld iterations)\n", p->round,
+               p->judged, x, p->judged_samples);
+    }
+    if (p->trial == 2) {
+        ms(x, sizeof(x), p->chosen_us >= 0 ? (double)p->chosen_us : NAN);
+        printf("    trial round %lld  chose %s (measured %s)\n", p->round, p->candidate, x);
+    } else {
+        printf("    trial round %lld  trying %s\n", p->round, p->candidate);
+    }
+}
+
 static void print_text(const rep_log_t *log, const rep_summary_t *s, const rep_advice_t *a)
 {
     char x[48], y[48], z[48];
@@ -213,6 +234,7 @@ static void print_text(const rep_log_t *log, const rep_summary_t *s, const rep_a
                log->plans[i].version, log->plans[i].policy,
                (unsigned long long)log->plans[i].from_iteration, log->plans[i].n_blocks,
                log->plans[i].n_calls, x);
+        print_trial(&log->plans[i]);
     }
     if (!a->available) {
         printf("  advice            unavailable: %s\n", a->why);

@@ -27,6 +27,11 @@ typedef struct rep_plan {
     uint32_t version, n_calls, n_blocks;
     char policy[16];
     double predicted_us;
+    /* the closed loop's part ("trial"), when present */
+    int trial;                                  /* 0 none, 1 a candidate timed, 2 the choice */
+    char candidate[24], judged[24];             /* judged: "" when none */
+    long long round, judged_samples, judged_us; /* us */
+    long long chosen_us;                        /* -1 when null */
 } rep_plan_t;
 
 typedef struct rep_log {

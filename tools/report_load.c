@@ -252,6 +252,28 @@ static int load_plan(ctx_t *c, json_t *r, const char *where, rep_log_t *log)
             return -1;
         next = last + 1;
     }
+    json_t *t = json_object_get(r, "trial");
+    if (t && !json_is_object(t))
+        return fail(c, "%s.trial: expected an object", where);
+    if (t) {
+        char w[96];
+        json_t *j = json_object_get(t, "judged"), *cu = json_object_get(t, "chosen_us");
+        char phase[16];
+        snprintf(w, sizeof(w), "%s.trial", where);
+        if (get_str(c, t, w, "phase", phase, sizeof(phase)) ||
+            get_str(c, t, w, "candidate", p.candidate, sizeof(p.candidate)) ||
+            get_int(c, t, w, "round", 0, 1ll << 32, &p.round))
+            return -1;
+        p.trial = strcmp(phase, "chosen") == 0 ? 2 : 1;
+        if (json_is_object(j)) {
+            snprintf(w, sizeof(w), "%s.trial.judged", where);
+            if (get_str(c, j, w, "candidate", p.judged, sizeof(p.judged)) ||
+                get_int(c, j, w, "samples", 0, 1ll << 32, &p.judged_samples) ||
+                get_int(c, j, w, "median_us", 0, 1ll << 40, &p.judged_us))
+                return -1;
+        }
+        p.chosen_us = json_is_integer(cu) ? (long long)json_integer_value(cu) : -1;
+    }
     p.from_iteration = (uint64_t)from;
     p.version = (uint32_t)version;
     p.n_calls = (uint32_t)n;

@@ -65,8 +65,9 @@ typedef enum prophet_bwmon_mode { PROPHET_VALUES_bwmon(PROPHET_ENUM_ITEM) } prop
     X(ENUM, GATE, gate, prophet_gate_mode_t, PROPHET_GATE_HOLD, 0, 0, "hold",                      \
       "what the preload does with an all-reduce (above)")                                          \
     X(POLICY, POLICY, policy, prophet_policy_t, PROPHET_POLICY_OPTIMAL, 0, 0, "optimal",           \
-      "the planner (`optimal`, the MG-WFBP dynamic programme, is the default because it is best "  \
-      "in every simulated and measured case)")                                                     \
+      "the planner, when given; unset, the default mode runs the closed loop: every planner and "  \
+      "holding nothing tried in agreed iterations, the best measured kept (observe mode plans "    \
+      "with `optimal`)")                                                                           \
     X(U32, STALL_MS, stall_ms, uint32_t, 50, 1, 60000, "50",                                       \
       "warn once when a held block waits this many milliseconds for its next call")                \
     X(U32, LEARN_ITERS, learn_iters, uint32_t, 5, 2, 1000, "5",                                    \

@@ -11,6 +11,9 @@
 #include "prophet/config.h"
 
 #define PROPHET_MAX_CALLS 4096 /* schedulable calls per iteration */
+/* A block never has more members than this: the preload's cap (preload/comm_state.h,
+ * PROPHET_BLOCK_MAX). Every planner respects it, so a plan block is released as planned. */
+#define PROPHET_PLAN_BLOCK_MAX 64
 
 /* ---- what the interposer observes, in program order ------------------------------------ */
 typedef struct prophet_call_sig {
@@ -131,6 +134,24 @@ void prophet_netmodel_get(const prophet_netmodel_t *m, prophet_net_t *out);
 int prophet_netmodel_changed(prophet_netmodel_t *m);
 
 /* ---- plans and planners ----------------------------------------------------------------- */
+/* The closed loop (sched/trials.c) tags each agreed plan with its place in the trials. */
+typedef enum prophet_trial_phase {
+    PROPHET_TRIAL_OFF = 0, /* a fixed policy (PROPHET_POLICY given, or observe mode) */
+    PROPHET_TRIAL_RUNNING, /* the plan is a candidate being timed */
+    PROPHET_TRIAL_CHOSEN,  /* the plan is the candidate the last trials kept */
+} prophet_trial_phase_t;
+
+typedef struct prophet_plan_trial {
+    uint32_t phase;          /* prophet_trial_phase_t */
+    uint32_t candidate;      /* PROPHET_CAND_* this plan was made as */
+    uint32_t round;          /* trial round (1 = the first; a drift starts the next) */
+    uint32_t next_in;        /* iterations from this agreement to the next (0: the default) */
+    uint32_t judged;         /* candidate whose trial window closed at this agreement, or NONE */
+    uint32_t judged_samples; /* clean iteration times in that window */
+    uint32_t judged_us;      /* their median, microseconds */
+    uint32_t chosen_us;      /* CHOSEN: the kept candidate's trial figure, microseconds */
+} prophet_plan_trial_t;
+
 typedef struct prophet_plan {
     uint32_t version; /* increases with every new plan */
     prophet_policy_t policy;
@@ -138,7 +159,8 @@ typedef struct prophet_plan {
     uint32_t n_blocks;
     uint32_t block_first[PROPHET_MAX_CALLS]; /* index of each block's first call, ascending */
     double predicted_iteration_us;
-    uint64_t sig_hash; /* hash of the profile's signature sequence it was made for */
+    uint64_t sig_hash;          /* hash of the profile's signature sequence it was made for */
+    prophet_plan_trial_t trial; /* closed loop (zero: PROPHET_TRIAL_OFF) */
 } prophet_plan_t;
 
 typedef struct prophet_planner_opts {
@@ -161,6 +183,94 @@ uint64_t prophet_sig_hash(const prophet_call_sig_t *sig, uint32_t n);
 #define PROPHET_PLAN_WIRE_BYTES (64 + 4 * PROPHET_MAX_CALLS)
 int prophet_plan_pack(const prophet_plan_t *plan, void *buf, size_t len);
 int prophet_plan_unpack(prophet_plan_t *plan, const void *buf, size_t len);
+
+/* ---- closed loop: plans judged by the iteration time they measure (trials.c) ------------- */
+/* Candidates, in the order a trial round tries them and, for equal figures, cheapest last but
+ * passthrough first (see prophet_trials_choose). */
+typedef enum prophet_cand {
+    PROPHET_CAND_OPTIMAL = 0,    /* the DP optimum under the fitted model */
+    PROPHET_CAND_PASSTHROUGH,    /* hold nothing */
+    PROPHET_CAND_PROPHET,        /* Prophet's rule */
+    PROPHET_CAND_FUSION,         /* Horovod-style fusion */
+    PROPHET_CAND_BUCKETS,        /* DDP-style buckets */
+    PROPHET_CAND_OPTIMAL_ALPHA4, /* the DP optimum with 4x the fitted alpha (launches dearer) */
+    PROPHET_CAND_OPTIMAL_BW2,    /* the DP optimum with half the fitted bandwidth */
+    PROPHET_CAND_COUNT,
+    PROPHET_CAND_NONE = 255
+} prophet_cand_t;
+
+/* Iterations between agreements while a round runs: a candidate is in force from agreement K + 2
+ * to K + PROPHET_TRIAL_WINDOW + 2; the iterations K + 2 .. K + WINDOW - 1 that are clean (no
+ * broadcast, no measurement iteration) are its samples, their median its figure. */
+#define PROPHET_TRIAL_WINDOW 6
+#define PROPHET_TRIAL_MIN_SAMPLES 3    /* fewer: the candidate gets one more window */
+#define PROPHET_TRIAL_MAX_WINDOWS 2    /* ... at most; then judged on what it has (none: skipped) */
+#define PROPHET_TRIAL_TIE 0.02         /* passthrough is kept unless beaten by more than 2% */
+#define PROPHET_TRIAL_CHECK_EVERY 10   /* iterations between agreements once a choice is made */
+#define PROPHET_TRIAL_DRIFT_RECENT 5   /* samples in the baseline and in the median compared */
+#define PROPHET_TRIAL_DRIFT_TIME 0.25  /* |median - baseline| / baseline: restarts trials */
+#define PROPHET_TRIAL_DRIFT_PROBE 0.30 /* relative change of the eBPF throughput that does */
+#define PROPHET_TRIAL_DRIFT_PROFILE 0.25 /* relative change of the profile's backward span */
+#define PROPHET_TRIAL_SAMPLES_MAX 32
+#define PROPHET_TRIAL_DRIFT_LASTS 10 /* consecutive samples off a baseline that restart */
+/* A drift that lasts shows in the median of the last PROPHET_TRIAL_DRIFT_RECENT samples after
+ * RECENT / 2 + 1 of them, restarts after DRIFT_LASTS more, and the new round's first plan is in
+ * force by the next agreement + 2: within this many clean iterations of the change. */
+#define PROPHET_TRIAL_DRIFT_BOUND                                                                  \
+    (PROPHET_TRIAL_DRIFT_RECENT / 2 + 1 + PROPHET_TRIAL_DRIFT_LASTS + PROPHET_TRIAL_CHECK_EVERY + 2)
+/* A round ends within this many iterations of its first agreement (every candidate distinct,
+ * every one needing its second window, plus the agreement that announces the choice). */
+#define PROPHET_TRIAL_ROUND_BOUND                                                                  \
+    (PROPHET_CAND_COUNT * PROPHET_TRIAL_MAX_WINDOWS * PROPHET_TRIAL_WINDOW + 2)
+
+typedef struct prophet_trials {
+    uint32_t phase; /* prophet_trial_phase_t; OFF until the first round begins */
+    uint32_t round;
+    uint32_t order[PROPHET_CAND_COUNT], n_order, pos; /* this round's candidates */
+    uint32_t current;                                 /* the candidate being timed (or kept) */
+    uint32_t windows;                                 /* windows the current candidate had */
+    double fig[PROPHET_CAND_COUNT];                   /* median iteration time, < 0 untried */
+    uint32_t nfig[PROPHET_CAND_COUNT];
+    double fig_probe[PROPHET_CAND_COUNT]; /* median eBPF throughput in its window, < 0 none */
+    double win[PROPHET_TRIAL_SAMPLES_MAX], win_probe[PROPHET_TRIAL_SAMPLES_MAX];
+    uint32_t n_win, n_win_probe;
+    uint32_t chosen;
+    double chosen_us;          /* the kept candidate's trial figure */
+    double base_us, ref_probe; /* baseline under the kept plan (< 0 until taken) */
+    double ref_backward;       /* the profile's backward span then */
+    uint32_t drift_run;        /* consecutive samples off a baseline */
+    double recent[PROPHET_TRIAL_DRIFT_RECENT], recent_probe[PROPHET_TRIAL_DRIFT_RECENT];
+    uint32_t n_recent, n_recent_probe;
+    int restart;        /* a drift was seen: the next agreement begins a new round */
+    const char *reason; /* what drifted (static string) */
+} prophet_trials_t;
+
+const char *prophet_cand_name(uint32_t cand); /* "optimal", ..., "none" */
+/* The candidate's plan: its policy (opts' other fields) under net, or under the altered net. */
+int prophet_cand_plan(uint32_t cand, const prophet_planner_opts_t *opts,
+                      const prophet_profile_t *profile, const prophet_net_t *net,
+                      prophet_plan_t *out);
+/* Whether two plans partition the calls alike. */
+int prophet_plan_same_blocks(const prophet_plan_t *a, const prophet_plan_t *b);
+/* The candidate kept from measured figures (fig[c] < 0 or nfig[c] == 0: not measured): the
+ * lowest figure, lower index on equal figures; but passthrough whenever its figure is within
+ * `tie` of that (holding costs the host something, holding nothing costs nothing).
+ * PROPHET_CAND_NONE when nothing was measured. */
+uint32_t prophet_trials_choose(const double *fig, const uint32_t *nfig, uint32_t n, double tie);
+void prophet_trials_init(prophet_trials_t *t);
+/* 1 when the next agreement must begin a round (none yet, or a drift was seen). */
+int prophet_trials_wants_round(const prophet_trials_t *t);
+/* Begins a round over cands (distinct, in trial order; n >= 1). */
+int prophet_trials_begin(prophet_trials_t *t, const uint32_t *cands, uint32_t n);
+/* One clean iteration time of candidate `in_force` (the candidate whose plan ran it), with the
+ * eBPF throughput then (< 0: none) and the profile's backward span (<= 0: unknown). In a round,
+ * a sample of the candidate being timed joins its window; once chosen, samples feed the drift
+ * check, which sets restart. */
+void prophet_trials_sample(prophet_trials_t *t, uint32_t in_force, double iter_us, double probe_Bps,
+                           double backward_us);
+/* At an agreement: closes the current window and decides which candidate the next plan is,
+ * filling *out (candidate, phase, round, next_in, the judged figure). */
+void prophet_trials_decide(prophet_trials_t *t, prophet_plan_trial_t *out);
 
 /* ---- release engine --------------------------------------------------------------------- */
 /* Maps program-order call indices to blocks. Pure: decisions are a function of the index only. */

@@ -92,6 +92,26 @@ json_t *prophet_log_json_net(int64_t t_us, const prophet_net_t *net, double prob
                      num(probe_Bps));
 }
 
+/* The closed loop's part of a plan record (docs/log-schema.md), NULL for a fixed policy. */
+static json_t *prophet_log_json_trial(const prophet_plan_trial_t *t)
+{
+    json_t *judged;
+
+    if (t->phase == PROPHET_TRIAL_OFF)
+        return NULL;
+    judged = t->judged == PROPHET_CAND_NONE
+                 ? json_null()
+                 : json_pack("{s:s, s:i, s:i}", "candidate", prophet_cand_name(t->judged),
+                             "samples", (int)t->judged_samples, "median_us", (int)t->judged_us);
+    return json_pack("{s:s, s:s, s:i, s:i, s:o, s:o}", "phase",
+                     t->phase == PROPHET_TRIAL_RUNNING ? "trial" : "chosen", "candidate",
+                     prophet_cand_name(t->candidate), "round", (int)t->round, "next_in",
+                     (int)t->next_in, "judged", judged ? judged : json_null(), "chosen_us",
+                     t->phase == PROPHET_TRIAL_CHOSEN && t->chosen_us
+                         ? json_integer((json_int_t)t->chosen_us)
+                         : json_null());
+}
+
 json_t *prophet_log_json_plan(uint64_t from_iteration, const prophet_plan_t *plan)
 {
     json_t *blocks = json_array();
@@ -110,11 +130,18 @@ json_t *prophet_log_json_plan(uint64_t from_iteration, const prophet_plan_t *pla
         return NULL;
     char hash[24];
     snprintf(hash, sizeof(hash), "0x%016llx", (unsigned long long)plan->sig_hash);
-    return json_pack("{s:s, s:I, s:i, s:s, s:i, s:i, s:o, s:s, s:o}", "kind", "plan",
-                     "from_iteration", (json_int_t)from_iteration, "version", (int)plan->version,
-                     "policy", prophet_log_policy_name(plan->policy), "n_calls", (int)plan->n_calls,
-                     "n_blocks", (int)nb, "predicted_iteration_us",
-                     num(plan->predicted_iteration_us), "sig_hash", hash, "blocks", blocks);
+    json_t *o =
+        json_pack("{s:s, s:I, s:i, s:s, s:i, s:i, s:o, s:s, s:o}", "kind", "plan", "from_iteration",
+                  (json_int_t)from_iteration, "version", (int)plan->version, "policy",
+                  prophet_log_policy_name(plan->policy), "n_calls", (int)plan->n_calls, "n_blocks",
+                  (int)nb, "predicted_iteration_us", num(plan->predicted_iteration_us), "sig_hash",
+                  hash, "blocks", blocks);
+    json_t *t = o ? prophet_log_json_trial(&plan->trial) : NULL;
+    if (t && json_object_set_new(o, "trial", t) != 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }
 
 int prophet_log_call_cmp(const void *a, const void *b)

@@ -4,13 +4,24 @@ logs (PROPHET_LOG, one per rank, docs/log-schema.json) of one prophet-emu run.
 
 usage: check_plan.py LOGDIR NRANKS MODE
   agreed  every rank agreed at least one plan, the same plans on every rank (version, first
-          iteration, signature hash, partition into blocks)
+          iteration, signature hash, partition into blocks, and the closed loop's trial part:
+          candidate, round, figures, choice)
   held    agreed, and after the first plan every iteration's calls were held and released as the
           plan in force says: in an ordinary iteration the blocks are exactly the plan's blocks
           (same first and last call; a plan block of more than BLOCK_MAX calls in runs of
           BLOCK_MAX, the preload's cap); a measurement iteration (every MEASURE_EVERY-th, the
           preload's own timing of the job, preload/prophet_preload.h) releases runs of at most
-          BLOCK_MAX consecutive calls. At least one ordinary iteration must have been checked.
+          BLOCK_MAX consecutive calls. Under a passthrough plan (the closed loop's candidate or its
+          choice) calls go straight to NCCL: only its sampled iterations (every SAMPLE_EVERY-th)
+          may appear in the log, as measurement iterations. At least one ordinary iteration (or
+          one straight to NCCL under passthrough) must have been checked.
+  trials  held, and the closed loop's trials (preload/closed_loop.c, sched/trials.c) add up on
+          rank 0's log: each trial plan's candidate is in force for its window (the agreements
+          next_in iterations apart), each judged figure is the median of the clean iteration
+          times that the log itself shows for that window (first call to first call; every sample
+          checked where its iterations were logged), and each round's choice is the lowest figure
+          (passthrough within TIE of it), announced within the round bound. At least one round
+          must have ended in a choice.
 Prints one line of figures; exit 1 with the first violation otherwise.
 (The summary line's plans>=1 and plan_rejects=0 on every rank are checked by run_emu.sh.)
 """
@@ -19,7 +30,12 @@ import os
 import sys
 
 MEASURE_EVERY = 8  # PROPHET_MEASURE_EVERY
+SAMPLE_EVERY = 32  # PROPHET_SAMPLE_EVERY (preload/closed_loop.h): measurement under passthrough
 BLOCK_MAX = 64  # PROPHET_BLOCK_MAX
+TIE = 0.02  # PROPHET_TRIAL_TIE (include/prophet/sched.h)
+CANDIDATES = ["optimal", "passthrough", "prophet", "fusion", "buckets", "optimal-alpha4",
+              "optimal-bw2"]  # PROPHET_CAND_* in order
+ROUND_BOUND = len(CANDIDATES) * 2 * 6 + 2  # PROPHET_TRIAL_ROUND_BOUND
 
 
 def fail(msg):
@@ -29,7 +45,103 @@ def fail(msg):
 
 def plan_key(p):
     return (p["version"], p["from_iteration"], p["sig_hash"], p["n_calls"],
-            tuple((b["first"], b["last"]) for b in p["blocks"]))
+            tuple((b["first"], b["last"]) for b in p["blocks"]),
+            json.dumps(p.get("trial"), sort_keys=True))
+
+
+def median(v):
+    v = sorted(v)
+    n = len(v)
+    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
+
+
+def choose(figs):
+    """The kept candidate from {candidate: figure} (sched/trials.c, prophet_trials_choose)."""
+    best = min(figs, key=lambda c: (figs[c], CANDIDATES.index(c)))
+    if "passthrough" in figs and figs["passthrough"] <= figs[best] * (1 + TIE):
+        best = "passthrough"
+    return best
+
+
+def every_of(plan):
+    return SAMPLE_EVERY if plan["policy"] == "passthrough" else MEASURE_EVERY
+
+
+def check_trials(d):
+    """Rank 0's trials, replayed from its own log; returns (rounds chosen, figures checked)."""
+    plans = [x for x in d["records"] if x["kind"] == "plan"]
+    loop = [p for p in plans if p.get("trial")]
+    if not loop:
+        fail("rank 0: no plan carries a trial part (the closed loop did not run)")
+    start = {}  # iteration -> arrival of its first call
+    for x in d["records"]:
+        if x["kind"] == "iteration":
+            for c in x["calls"]:
+                if c["index"] == 0:
+                    start[x["iteration"]] = c["arrival_us"]
+    agreements = {p["from_iteration"] - 2 for p in plans}
+    last = max(start) if start else 0
+
+    def in_force(i):
+        f = [p for p in plans if p["from_iteration"] <= i]
+        return f[-1] if f else None
+
+    samples, current, figs, rounds, checked, round_start = [], None, {}, 0, 0, None
+    for j, p in enumerate(loop):
+        t = p["trial"]
+        k = p["from_iteration"] - 2  # the agreement that made it
+        if j + 1 < len(loop) and loop[j + 1]["from_iteration"] - p["from_iteration"] != t["next_in"]:
+            fail("rank 0: plan v%d says the next agreement comes in %d iterations, it came in %d" %
+                 (p["version"], t["next_in"], loop[j + 1]["from_iteration"] - p["from_iteration"]))
+        want = {"optimal": "optimal", "optimal-alpha4": "optimal", "optimal-bw2": "optimal"}
+        if p["policy"] != want.get(t["candidate"], t["candidate"]):
+            fail("rank 0: plan v%d is %s but its candidate is %s" %
+                 (p["version"], p["policy"], t["candidate"]))
+        if t["judged"] is not None:
+            jd = t["judged"]
+            if jd["candidate"] != current:
+                fail("rank 0: plan v%d judges %s, the candidate timed was %s" %
+                     (p["version"], jd["candidate"], current))
+            if len(samples) != jd["samples"] and all(s is not None for s in samples):
+                fail("rank 0: plan v%d: %s's window had %d clean iterations in the log, the "
+                     "preload counted %d" % (p["version"], current, len(samples), jd["samples"]))
+            if samples and all(s is not None for s in samples):
+                m = median(samples)
+                if abs(m - jd["median_us"]) > 1:
+                    fail("rank 0: plan v%d: %s measured %d us, the log's iterations give %.1f us "
+                         "(%s)" % (p["version"], current, jd["median_us"], m, samples))
+                checked += 1
+            figs[current] = jd["median_us"]
+            samples = []
+        elif (current != t["candidate"] or t["phase"] == "chosen" or
+              loop[j - 1]["trial"]["phase"] != "trial" or loop[j - 1]["trial"]["round"] != t["round"]):
+            samples = []  # a new candidate, a new round (trials.c: begin) or the choice
+        if t["phase"] == "trial" and (j == 0 or loop[j - 1]["trial"]["round"] != t["round"]):
+            figs, round_start = {}, k
+        if t["phase"] == "chosen" and (j == 0 or loop[j - 1]["trial"]["phase"] == "trial"):
+            if not figs:
+                fail("rank 0: plan v%d chose %s with no figure" % (p["version"], t["candidate"]))
+            if choose(figs) != t["candidate"]:
+                fail("rank 0: round %d chose %s, the figures %s make it %s" %
+                     (t["round"], t["candidate"], figs, choose(figs)))
+            if t["chosen_us"] != figs[t["candidate"]]:
+                fail("rank 0: round %d kept %s at %s us, its figure was %d us" %
+                     (t["round"], t["candidate"], t["chosen_us"], figs[t["candidate"]]))
+            if round_start is not None and k - round_start > ROUND_BOUND:
+                fail("rank 0: round %d took %d iterations (bound %d)" %
+                     (t["round"], k - round_start, ROUND_BOUND))
+            rounds += 1
+        current = t["candidate"]
+        # this plan's samples: iterations i from its agreement on (attributed to `current` when
+        # the plan in force ran them as `current`), fed up to the next agreement
+        end = loop[j + 1]["from_iteration"] - 2 if j + 1 < len(loop) else last
+        for i in range(k, end):
+            f = in_force(i)
+            if (f is None or not f.get("trial") or f["trial"]["candidate"] != current or
+                    i in agreements or i % every_of(f) == 0):
+                continue
+            samples.append(start[i + 1] - start[i] if i in start and i + 1 in start else None)
+    return rounds, checked
 
 
 def released_blocks(calls):
@@ -53,7 +165,7 @@ def released_blocks(calls):
 
 
 def main(argv):
-    if len(argv) != 4 or argv[3] not in ("agreed", "held"):
+    if len(argv) != 4 or argv[3] not in ("agreed", "held", "trials"):
         print(__doc__)
         return 2
     logdir, nranks, mode = argv[1], int(argv[2]), argv[3]
@@ -80,7 +192,7 @@ def main(argv):
     if mode == "agreed":
         print(line)
         return 0
-    ordinary = measured = 0
+    ordinary = measured = direct = 0
     for r, d in enumerate(logs):
         rank_plans = [x for x in d["records"] if x["kind"] == "plan"]
         # calls that reached the writer after their iteration's record went out come in a later
@@ -98,6 +210,9 @@ def main(argv):
             if not in_force or not calls:
                 continue
             p = in_force[-1]
+            if p["policy"] == "passthrough" and n % SAMPLE_EVERY != 0:
+                fail("rank %d iteration %d: calls observed under passthrough plan v%d outside its "
+                     "sampled iterations (1 in %d)" % (r, n, p["version"], SAMPLE_EVERY))
             blocks = released_blocks(calls)
             if blocks is None:
                 fail("rank %d iteration %d: a call outside the learned iteration" % (r, n))
@@ -122,15 +237,29 @@ def main(argv):
                 fail("rank %d iteration %d: released blocks %s, plan v%d says %s" %
                      (r, n, got, p["version"], want))
             ordinary += 1
-    if ordinary == 0:
+        for p in rank_plans:
+            if p["policy"] == "passthrough":
+                nxt = [x["from_iteration"] for x in rank_plans
+                       if x["from_iteration"] > p["from_iteration"]]
+                end = min(nxt) if nxt else (max(calls_of) + 1 if calls_of else 0)
+                direct += sum(1 for n in range(p["from_iteration"], end) if n not in calls_of)
+    if ordinary + direct == 0:
         fail("no iteration ran under an agreed plan")
     capped = sum(b["last"] - b["first"] + 1 > BLOCK_MAX for b in
                  (x for d in logs[:1] for p in d["records"] if p["kind"] == "plan" for x in p["blocks"]))
     if capped:
         line += " (%d plan block(s) over %d calls, released in runs of %d)" % (capped, BLOCK_MAX,
                                                                                 BLOCK_MAX)
-    print(line + "; released exactly as planned in %d rank-iterations (+%d measurement "
-          "iterations, runs of <= %d)" % (ordinary, measured, BLOCK_MAX))
+    line += "; released exactly as planned in %d rank-iterations (+%d measurement " \
+        "iterations, runs of <= %d; %d rank-iterations straight to NCCL under passthrough)" % (
+            ordinary, measured, BLOCK_MAX, direct)
+    if mode == "trials":
+        rounds, checked = check_trials(logs[0])
+        line += "; trials: %d round(s) chosen, %d figure(s) recomputed from the log" % (rounds,
+                                                                                       checked)
+        if rounds == 0:
+            fail("no trial round ended in a choice")
+    print(line)
     return 0
 
 

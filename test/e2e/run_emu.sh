@@ -3,6 +3,8 @@
 # usage: run_emu.sh BUILD EXPECT CHECK PLAN [VAR=VALUE ...] -- PROPHET-EMU-ARGS...
 #   EXPECT  ok     prophet-emu exits 0 (every element of every iteration exact)
 #           wrong  prophet-emu exits 1 and reports a wrong result (a contract test)
+#           error  prophet-emu exits 1: a rank's ncclAllReduce returned an error, no collective
+#                  mismatch, no timeout (a failure reported to the job instead of a divergence)
 #   CHECK   none | multi (every rank's summary line has blocks>1=N with N > 0)
 #           | multi-trace (a TRACE line shows a block of more than one call released)
 #           | observed (every rank's summary counts calls and at least one agreed plan)
@@ -37,12 +39,50 @@ ok) [ $rc -eq 0 ] || fail "prophet-emu exited $rc, expected 0" ;;
 wrong)
     [ $rc -eq 1 ] || fail "prophet-emu exited $rc, expected 1 (a detected early read)"
     grep -q "wrong result" "$out" || fail "no 'wrong result' report" ;;
+error)
+    # a failure the preload cannot work around: the error reaches the job (it exits 1, not by
+    # prophet-emu's timeout), its peers fail on their own, no rank issued a mismatching call
+    [ $rc -eq 1 ] || fail "prophet-emu exited $rc, expected 1 (an NCCL error reported to the job)"
+    grep -q "prophet-emu: rank [0-9]*: ncclAllReduce failed" "$out" || fail "no rank reported an NCCL error"
+    grep -q "collective mismatch" "$out" && fail "a collective mismatch (the ranks' calls diverged)"
+    grep -q "prophet-emu: timeout after" "$out" && fail "prophet-emu timed out (a hang)"
+    grep "prophet-emu: rank [0-9]*: .*failed" "$out" | head -n 2 ;;
 *) fail "bad EXPECT $expect" ;;
 esac
-# an injected fault (EMU_FAULT, test/emu/cuda/emu_fault.c) must have hit
+# an injected fault (EMU_FAULT, test/emu/cuda/emu_fault.c) must have hit; prophet-emu then tells
+# what the interposer held when it struck ('injected fault ... held ...') and after it.
+# E2E_HELD_AT_FAULT=1 (among the VAR=VALUE): calls must have been held when it struck.
 case "$envs" in
 *EMU_FAULT=*) grep -q "^emu-fault: .* fails with" "$out" || fail "EMU_FAULT set but no fault injected"
-    grep "^emu-fault: .* fails with" "$out" | head -n 1 ;;
+    grep "^emu-fault: .* fails with" "$out" | head -n 1
+    hit=$(grep "^prophet-emu: rank [0-9]*: injected fault" "$out" | head -n 1)
+    [ -n "$hit" ] || fail "no 'injected fault' line from prophet-emu"
+    echo "$hit"
+    r=$(echo "$hit" | sed -n 's/^prophet-emu: rank \([0-9]*\):.*/\1/p')
+    # held when the call began, at most in this iteration, in the previous one
+    h=$(echo "$hit" | sed -n 's/.*: \([0-9]*\) all-reduce(s) held .* at most \([0-9]*\) at once in this iteration, \([0-9]*\) in the previous.*/\1 \2 \3/p')
+    h_call=${h%% *} h_prev=${h##* } h_iter=${h#* } h_iter=${h_iter%% *}
+    [ -n "$h_prev" ] || fail "cannot read the 'injected fault' line"
+    after=$(sed -n "s/^prophet-emu: rank $r: after the injected fault: held at most \([0-9]*\) .*/\1/p" "$out")
+    case "$envs" in
+    *PROPHET_GATE=observe*)
+        # observe mode holds nothing, before or after the fault
+        [ "$h_call" -eq 0 ] && [ "$h_iter" -eq 0 ] && [ "$h_prev" -eq 0 ] && [ "${after:-0}" -eq 0 ] ||
+            fail "observe mode held all-reduces" ;;
+    *)  if case "$envs" in *E2E_HELD_AT_FAULT=1*) true ;; *) false ;; esac; then
+            # the fault must strike while calls are held: in the call that hit it, or earlier in
+            # its iteration, or in the iteration before (an agreement point is an iteration's first
+            # call, where nothing is held by design: blocks never span iterations); and, when the
+            # job goes on, the rank must go on holding after it (not fall back to passthrough
+            # alone)
+            [ "$h_call" -gt 0 ] || [ "$h_iter" -gt 0 ] || [ "$h_prev" -gt 0 ] ||
+                fail "nothing was held when the fault struck"
+            if [ "$expect" = ok ]; then
+                [ "${after:-0}" -gt 0 ] || fail "rank $r held nothing after the fault"
+                echo "rank $r after the fault: held at most $after at once"
+            fi
+        fi ;;
+    esac ;;
 esac
 ranks=$(echo "$*" | sed -n 's/.*--ranks \([0-9]*\).*/\1/p')
 summaries=$(grep -c "prophet: INFO summary comm" "$out")
@@ -83,7 +123,7 @@ info:*)
 esac
 case $plan in
 none) ;;
-agreed | held)
+agreed | held | trials)
     [ "$summaries" -eq "$ranks" ] || fail "$summaries summary lines for $ranks ranks"
     bad=$(grep "prophet: INFO summary comm" "$out" | grep -Evc " plans=[1-9][0-9]* plan_rejects=0 ")
     [ "$bad" -eq 0 ] || fail "$bad rank(s) agreed no plan or rejected one (summary: plans, plan_rejects)"

@@ -87,8 +87,21 @@ static long emu_fault_rank(void)
     return s && *s ? strtol(s, NULL, 10) : -1;
 }
 
+static void (*emu_fault_hook)(const char *name, void *arg);
+static void *emu_fault_hook_arg;
+
+void emuFaultSetHook(void (*fn)(const char *name, void *arg), void *arg)
+{
+    pthread_mutex_lock(&emu_fault_lock);
+    emu_fault_hook = fn;
+    emu_fault_hook_arg = arg;
+    pthread_mutex_unlock(&emu_fault_lock);
+}
+
 int emuFaultHit(const char *name, int *code)
 {
+    void (*hook)(const char *, void *) = NULL;
+    void *hook_arg = NULL;
     int hit = 0;
 
     if (!getenv("EMU_FAULT"))
@@ -96,18 +109,22 @@ int emuFaultHit(const char *name, int *code)
     pthread_mutex_lock(&emu_fault_lock);
     if (emu_fault_n < 0 || emu_fault_pid != getpid())
         emu_fault_parse();
-    for (int i = 0; i < emu_fault_n && !hit; i++) {
+    for (int i = 0; i < emu_fault_n; i++) { /* every item counts: a:1,a:2 fails calls 1 and 2 */
         struct emu_fault_spec *f = &emu_faults[i];
         if (strcmp(f->name, name) != 0 || (f->rank >= 0 && f->rank != emu_fault_rank()))
             continue;
-        if (++f->calls != f->nth)
+        if (++f->calls != f->nth || hit)
             continue;
         hit = 1;
         if (f->code >= 0)
             *code = (int)f->code;
         fprintf(stderr, "emu-fault: %s call %ld fails with %d (rank %ld)\n", name, f->calls, *code,
                 emu_fault_rank());
+        hook = emu_fault_hook;
+        hook_arg = emu_fault_hook_arg;
     }
     pthread_mutex_unlock(&emu_fault_lock);
+    if (hook)
+        hook(name, hook_arg);
     return hit;
 }

@@ -130,6 +130,10 @@ static const char usage_text[] =
     "                         puts it in the JSON (\"kill\"). Exit status 1 when every other\n"
     "                         rank failed, 3 when one hung until --timeout (default off)\n"
     "    --kill-at-iter I     the iteration of --kill-rank (default 1)\n"
+    "    --bw-change-at I:MBIT  at the start of iteration I (warm-up included) every rank sets\n"
+    "                         its emulated links to MBIT Mbit/s (emuNcclSetLinkBandwidth; 0:\n"
+    "                         unpaced): a link that changes speed mid-run, at a point that does\n"
+    "                         not depend on the machine's load\n"
     "    --kill-signal KILL|STOP  the signal of --kill-rank: KILL (the process dies and its\n"
     "                         sockets close) or STOP (it hangs with its sockets open, so the\n"
     "                         others can only notice by a timeout such as EMU_NCCL_TIMEOUT_MS;\n"
@@ -239,6 +243,7 @@ enum {
     OPT_CORRUPT_RANK,
     OPT_KILL_RANK,
     OPT_KILL_AT_ITER,
+    OPT_BW_CHANGE_AT,
     OPT_KILL_SIGNAL,
     OPT_CHANGE_AT_ITER,
     OPT_JITTER_US,
@@ -274,6 +279,7 @@ static const struct option long_opts[] = {
     {"corrupt-rank", required_argument, NULL, OPT_CORRUPT_RANK},
     {"kill-rank", required_argument, NULL, OPT_KILL_RANK},
     {"kill-at-iter", required_argument, NULL, OPT_KILL_AT_ITER},
+    {"bw-change-at", required_argument, NULL, OPT_BW_CHANGE_AT},
     {"kill-signal", required_argument, NULL, OPT_KILL_SIGNAL},
     {"change-at-iter", required_argument, NULL, OPT_CHANGE_AT_ITER},
     {"jitter-us", required_argument, NULL, OPT_JITTER_US},
@@ -347,6 +353,7 @@ static void set_defaults(struct emu_options *o)
     o->corrupt_rank = -1;
     o->kill_rank = -1;
     o->kill_at_iter = 1;
+    o->bw_change_iter = -1;
     o->kill_signal = SIGKILL;
     o->change_at_iter = -1;
     o->jitter_us = 0.0;
@@ -442,6 +449,23 @@ static int parse_one(int c, const char *arg, struct emu_options *o)
             return 2;
         o->kill_rank = (int)v;
         return 0;
+    case OPT_BW_CHANGE_AT: {
+        char *end;
+        long it = strtol(arg, &end, 10);
+        double mbit;
+        if (end == arg || *end != ':' || it < 0 || it > INT_MAX) {
+            fprintf(stderr, "prophet-emu: --bw-change-at %s: want ITER:MBIT, e.g. 120:250\n", arg);
+            return 2;
+        }
+        mbit = strtod(end + 1, &end);
+        if (*end || !(mbit >= 0) || mbit > 1e7) {
+            fprintf(stderr, "prophet-emu: --bw-change-at %s: want ITER:MBIT, e.g. 120:250\n", arg);
+            return 2;
+        }
+        o->bw_change_iter = (int)it;
+        o->bw_change_Bps = mbit * 1e6 / 8;
+        return 0;
+    }
     case OPT_KILL_AT_ITER:
         if (parse_long(name, arg, 0, EMU_MAX_ITERS - 1, &v))
             return 2;

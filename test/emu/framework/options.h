@@ -47,8 +47,10 @@ struct emu_options {
     int kill_at_iter;
     int kill_signal;    /* SIGKILL (the process dies, sockets close) or SIGSTOP (it hangs) */
     int change_at_iter; /* -1 = off: from this iteration on the middle gradient is dropped */
-    double jitter_us;   /* 0 = off: random host delay in [0, jitter_us] before each all-reduce */
-    int rss_at;         /* -1 = off: sample RSS after this iteration and at the end */
+    int bw_change_iter; /* -1 = off: from this iteration on the links run at bw_change_Bps */
+    double bw_change_Bps;
+    double jitter_us; /* 0 = off: random host delay in [0, jitter_us] before each all-reduce */
+    int rss_at;       /* -1 = off: sample RSS after this iteration and at the end */
     uint64_t seed;
     double timeout_s;
     int quiet;

@@ -134,6 +134,27 @@ static void note_held(struct emu_rank *r)
         r->held_max = h;
     if (h > 0)
         r->held_after++;
+    if (h > r->held_iter_max)
+        r->held_iter_max = h;
+    if (atomic_load(&r->faults_seen) && h > r->held_after_fault_max)
+        r->held_after_fault_max = h;
+}
+
+/* EMU_FAULT: runs in the failing call's thread right after an injected fault. What the interposer
+ * held then, from prophet-emu's own count and the emulated NCCL's (emu_held): when the job's call
+ * that hit the fault began, and at most at once in this iteration (before it) and the previous
+ * one. A fault test reads this line to show the fault struck while calls were held. */
+static void fault_hook(const char *name, void *arg)
+{
+    struct emu_rank *r = arg;
+
+    fprintf(stderr,
+            "prophet-emu: rank %d: injected fault (%s) in iteration %d: %lld all-reduce(s) held by "
+            "the interposer when the call began; held at most %lld at once in this iteration, "
+            "%lld in the previous one\n",
+            r->rank, name, r->iter, atomic_load(&r->held_call_start),
+            atomic_load(&r->held_iter_max), atomic_load(&r->held_prev_iter_max));
+    atomic_store(&r->faults_seen, 1);
 }
 
 void emu_maybe_change(struct emu_rank *r, size_t g)
@@ -189,6 +210,8 @@ int emu_allreduce(struct emu_rank *r, int iter, CUdeviceptr send, CUdeviceptr re
         rc = ncclBroadcast((const void *)send, (void *)recv, count, ncclFloat32, 0, r->comm, s);
         return emu_nccl(r, rc, "ncclBroadcast (--mismatch-rank)");
     }
+    if (r->fault_watch)
+        atomic_store(&r->held_call_start, emu_held(r));
     atomic_fetch_add(&r->ar_issued, 1);
     rc = ncclAllReduce((const void *)send, (void *)recv, count, ncclFloat32, ncclSum, r->comm, s);
     note_held(r);
@@ -694,6 +717,23 @@ static int run_loop(struct emu_rank *r)
     struct emu_rank_result *res = &r->sh->result[r->rank];
 
     for (r->iter = 0; r->iter < r->total_iters; r->iter++) {
+        atomic_store(&r->held_prev_iter_max, atomic_load(&r->held_iter_max));
+        atomic_store(&r->held_iter_max, 0);
+        if (r->iter == r->opt->bw_change_iter) {
+            void (*set)(double) = (void (*)(double))dlsym(RTLD_DEFAULT, "emuNcclSetLinkBandwidth");
+            if (set) {
+                struct timespec ts;
+                set(r->opt->bw_change_Bps);
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                fprintf(stderr,
+                        "prophet-emu: rank %d: links at %.0f Mbit/s from iteration %d "
+                        "(t=%lld us CLOCK_MONOTONIC)\n",
+                        r->rank, r->opt->bw_change_Bps * 8 / 1e6, r->iter,
+                        (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
+            } else
+                fprintf(stderr, "prophet-emu: rank %d: --bw-change-at needs the emulated NCCL\n",
+                        r->rank);
+        }
         if (run_iteration(r, &out[r->iter]))
             return -1;
         if (r->iter == r->opt->rss_at) {
@@ -709,6 +749,11 @@ static int run_loop(struct emu_rank *r)
             "some after %llu of %llu calls\n",
             r->rank, atomic_load(&r->held_max), atomic_load(&r->held_after),
             (unsigned long long)atomic_load(&r->ar_issued));
+    if (atomic_load(&r->faults_seen))
+        fprintf(stderr,
+                "prophet-emu: rank %d: after the injected fault: held at most %lld all-reduce(s) "
+                "at once\n",
+                r->rank, atomic_load(&r->held_after_fault_max));
     if (r->opt->rss_at >= 0) {
         res->rss_end_kb = rss_kb();
         res->heap_end_kb = heap_kb();
@@ -787,6 +832,9 @@ int emu_rank_main(const struct emu_options *opt, const struct emu_profile *prof,
      * emulated driver starts) would add that much to every kernel. */
     prctl(PR_SET_TIMERSLACK, EMU_TIMER_SLACK_NS, 0, 0, 0);
 
+    r.fault_watch = getenv("EMU_FAULT") && *getenv("EMU_FAULT");
+    if (r.fault_watch)
+        emuFaultSetHook(fault_hook, &r);
     if (alloc_host(&r) || setup_cuda(&r))
         goto out;
     if (wait_for_id(sh) ||

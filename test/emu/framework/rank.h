@@ -91,8 +91,14 @@ struct emu_rank {
     _Atomic unsigned long long ar_issued;
     unsigned long long ar_base_issued, ar_base_reached;
     _Atomic int ar_based;
-    _Atomic long long held_max;   /* most all-reduces held at once, seen after a call returned */
+    _Atomic long long held_max; /* most all-reduces held at once, seen after a call returned */
     _Atomic unsigned long long held_after; /* calls after which at least one was held */
+    /* EMU_FAULT (injected faults): what was held when one struck, and after it (fault_hook) */
+    _Atomic long long held_call_start; /* held when the current all-reduce call began */
+    _Atomic long long held_iter_max, held_prev_iter_max; /* this and the previous iteration */
+    int fault_watch;                                     /* EMU_FAULT is set */
+    _Atomic int faults_seen;
+    _Atomic long long held_after_fault_max;
 
     uint64_t jitter_state; /* --jitter-us generator (xorshift64*), used by the calling thread */
 

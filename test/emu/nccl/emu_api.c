@@ -468,9 +468,9 @@ EMU_API ncclResult_t pncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar,
         struct emu_premul *p = &comm->premul[i];
         if (p->used)
             continue;
-        *p = (struct emu_premul){1, (int)datatype, residence == ncclScalarDevice,
-                                 residence == ncclScalarDevice ? 0 : emu_to_double(scalar, datatype),
-                                 scalar};
+        *p = (struct emu_premul){
+            1, (int)datatype, residence == ncclScalarDevice,
+            residence == ncclScalarDevice ? 0 : emu_to_double(scalar, datatype), scalar};
         *op = (ncclRedOp_t)(ncclNumOps + i);
         rc = ncclSuccess;
         break;
@@ -717,8 +717,8 @@ static ncclResult_t check_op(const struct emu_op *op)
         return ncclInvalidArgument;
     }
     if (op->redop < 0 ||
-        (op->redop >= ncclNumOps && (!emu_premul_of(c, op->redop) ||
-                                     emu_premul_of(c, op->redop)->dtype != op->dtype))) {
+        (op->redop >= ncclNumOps &&
+         (!emu_premul_of(c, op->redop) || emu_premul_of(c, op->redop)->dtype != op->dtype))) {
         emu_set_last_error("emu-nccl: invalid reduction operation %d", op->redop);
         return ncclInvalidArgument;
     }
@@ -869,6 +869,15 @@ EMU_ALIAS(ncclAllReduce);
 EMU_API unsigned long long emuNcclAllReduceCalls(ncclComm_t comm)
 {
     return comm ? atomic_load(&comm->allreduce_calls) : 0;
+}
+
+/* Test hook, not NCCL API (emu_nccl_hooks.h): from now on this process's links run at Bps
+ * (0: unpaced), whatever EMU_NCCL_BW and EMU_NCCL_BW_CHANGE say. prophet-emu --bw-change-at calls
+ * it at the start of a given iteration on every rank: a link that changes speed mid-run at a point
+ * that does not depend on the machine's load. */
+EMU_API void emuNcclSetLinkBandwidth(double Bps)
+{
+    emu_link_bw_set(Bps);
 }
 
 EMU_API ncclResult_t pncclReduce(const void *sendbuff, void *recvbuff, size_t count,

@@ -123,12 +123,31 @@ const struct emu_env *emu_env(void)
     return &env;
 }
 
+/* emuNcclSetLinkBandwidth's value as double bits; 0 bits: not set (the environment rules). */
+static _Atomic uint64_t link_bw_set_bits;
+
+void emu_link_bw_set(double Bps)
+{
+    uint64_t bits;
+
+    if (Bps < 0)
+        Bps = 0;
+    memcpy(&bits, &Bps, sizeof(bits));
+    atomic_store(&link_bw_set_bits, bits | (Bps == 0 ? 1ull << 63 : 0)); /* -0.0: unpaced */
+}
+
 double emu_link_bw(void)
 {
     static _Atomic int64_t first_ns; /* the first paced transfer; 0 until then */
     const struct emu_env *e = emu_env();
     int64_t now, zero = 0;
+    uint64_t set = atomic_load(&link_bw_set_bits);
 
+    if (set) {
+        double v;
+        memcpy(&v, &set, sizeof(v));
+        return v > 0 ? v : 0;
+    }
     if (e->change_ms < 0)
         return e->bw;
     now = emu_now_ns();

@@ -75,8 +75,8 @@ struct emu_bucket {
 struct emu_premul {
     int used;
     int dtype;
-    int device;          /* ncclScalarDevice: read *scalar when the operation runs */
-    double host_scalar;  /* ncclScalarHostImmediate: read at creation */
+    int device;         /* ncclScalarDevice: read *scalar when the operation runs */
+    double host_scalar; /* ncclScalarHostImmediate: read at creation */
     const void *scalar;
 };
 /* The pre-multiplier of a custom op of c, or NULL when op is not one of c's (emu_api.c). */
@@ -108,7 +108,7 @@ struct emu_comm {
     uint64_t split_count;
     atomic_ullong allreduce_calls; /* ncclAllReduce calls that reached the library (test hook) */
     struct emu_premul premul[EMU_MAX_PREMUL]; /* under mu */
-    struct emu_work *captured; /* work recorded into graphs, freed at destroy */
+    struct emu_work *captured;                /* work recorded into graphs, freed at destroy */
 
     /* used by the non-blocking init thread */
     struct emu_id id;
@@ -140,6 +140,8 @@ struct emu_env {
 const struct emu_env *emu_env(void);
 /* The paced bandwidth in force now (EMU_NCCL_BW, then EMU_NCCL_BW_CHANGE's after its time). */
 double emu_link_bw(void);
+/* emuNcclSetLinkBandwidth: overrides the environment's pacing from now on (0: unpaced). */
+void emu_link_bw_set(double Bps);
 int64_t emu_now_ns(void);
 /* Parse "1Gbit", "10Gbit", "125MB", "1e9" into bytes/s; <0 when invalid. */
 double emu_parse_bw(const char *s);

@@ -9,6 +9,9 @@
 /* ncclAllReduce calls on comm that reached the library (through any interposer). */
 unsigned long long emuNcclAllReduceCalls(ncclComm_t comm);
 
+/* Sets the paced bandwidth of this process's links from now on (0: unpaced). */
+void emuNcclSetLinkBandwidth(double Bps);
+
 /* All-reduces held by an interposer between the program and NCCL: `issued` calls the program made
  * on comm, `base_issued`/`base_reached` both counts taken right after its first call returned (an
  * interposer may issue its own all-reduces while setting up at that call; none later). -1 when

@@ -1,0 +1,145 @@
+/* The closed loop (issue 12): in the default mode with no PROPHET_POLICY, the plan in force is
+ * judged by the iteration time it measures. Rank 0, which makes every plan, times each iteration
+ * (from one iteration's first call to the next's: the job's own period, equal on every rank of a
+ * synchronous data-parallel job up to jitter since every iteration ends in all-reduces that all
+ * ranks wait for) and runs sched/trials.c: each candidate plan is broadcast in turn and is in force
+ * for PROPHET_TRIAL_WINDOW iterations on every rank (the plan broadcast makes the iterations the
+ * same everywhere); its figure, the median of its clean iterations, travels in the next plan so
+ * that every rank logs the same figures and the same choice. Iterations that carry a broadcast or
+ * a measurement (held in runs of PROPHET_BLOCK_MAX) are not samples. Once chosen, the plan is
+ * re-made for the kept candidate every PROPHET_TRIAL_CHECK_EVERY iterations, and a drift of the
+ * iteration time, of the eBPF throughput or of the profile starts a new round.
+ * When the plan in force is passthrough, calls go straight to NCCL: only one iteration in
+ * PROPHET_SAMPLE_EVERY is observed (measured), so that a job the preload cannot help pays for
+ * little more than the learner's bookkeeping. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "closed_loop.h"
+#include "log_line.h"
+#include "readiness_poller.h"
+#include "settings.h"
+
+int prophet_loop_on(void)
+{
+    return prophet_cfg.gate == PROPHET_GATE_HOLD && !prophet_cfg.policy_set;
+}
+
+void prophet_loop_reset(prophet_comm_t *c)
+{
+    c->loop.in_force = PROPHET_CAND_NONE;
+    c->loop.direct = 0;
+    c->loop.iter_start_us = 0;
+    c->loop.iter_clean = 0;
+    c->loop.iter_cand = PROPHET_CAND_NONE;
+    if (c->loop.trials)
+        prophet_trials_init(c->loop.trials);
+}
+
+void prophet_loop_iter_start(prophet_comm_t *c, int64_t now_us)
+{
+    const prophet_profile_t *p;
+    double backward;
+
+    if (!c->loop.trials)
+        return;
+    if (c->loop.iter_start_us && c->loop.iter_clean && now_us > c->loop.iter_start_us) {
+        p = prophet_learner_profile(c->models.learner);
+        backward = p && p->n_calls ? p->ready_us[p->n_calls - 1] : 0;
+        prophet_trials_sample(c->loop.trials, c->loop.iter_cand,
+                              (double)(now_us - c->loop.iter_start_us), prophet_poller_probe_Bps(),
+                              backward);
+        if (c->loop.trials->restart && c->loop.trials->reason) {
+            prophet_msg(PROPHET_LOG_INFO, "comm %lu: %s drifted since the choice; trials again",
+                        (unsigned long)c->id, c->loop.trials->reason);
+            c->loop.trials->reason = NULL;
+        }
+    }
+    c->loop.iter_start_us = now_us;
+}
+
+void prophet_loop_iter_mark(prophet_comm_t *c, uint64_t iteration)
+{
+    int broadcast_here = c->agree.plan_pending && c->loop.agree_iter == iteration;
+
+    c->loop.iter_cand = c->loop.in_force;
+    c->loop.iter_clean = c->agree.have_plan && !c->order.measuring && !broadcast_here &&
+                         c->loop.in_force != PROPHET_CAND_NONE;
+}
+
+/* The candidates of a new round, in trial order: optimal first (the plan the job ran before the
+ * loop existed), passthrough second; a candidate whose plan partitions the calls like an earlier
+ * one is left out (it would measure the same). */
+static uint32_t prophet_loop_candidates(const prophet_planner_opts_t *po,
+                                        const prophet_profile_t *prof, const prophet_net_t *net,
+                                        uint32_t *out)
+{
+    prophet_plan_t *plans = calloc(PROPHET_CAND_COUNT, sizeof(*plans));
+    uint32_t n = 0;
+
+    if (!plans) {
+        out[n++] = PROPHET_CAND_OPTIMAL;
+        out[n++] = PROPHET_CAND_PASSTHROUGH;
+        return n;
+    }
+    for (uint32_t c = 0; c < PROPHET_CAND_COUNT; c++) {
+        int dup = 0;
+        if (prophet_cand_plan(c, po, prof, net, &plans[c]) != 0)
+            continue;
+        for (uint32_t i = 0; i < n && !dup; i++)
+            dup = prophet_plan_same_blocks(&plans[out[i]], &plans[c]);
+        if (!dup)
+            out[n++] = c;
+    }
+    free(plans);
+    return n;
+}
+
+int prophet_loop_plan(prophet_comm_t *c, const prophet_planner_opts_t *po,
+                      const prophet_profile_t *prof, const prophet_net_t *net, prophet_plan_t *out)
+{
+    prophet_plan_trial_t d;
+    uint32_t cands[PROPHET_CAND_COUNT], n;
+    int err;
+
+    if (!c->loop.trials) {
+        c->loop.trials = malloc(sizeof(*c->loop.trials));
+        if (!c->loop.trials)
+            return prophet_plan_make(po, prof, net, out);
+        prophet_trials_init(c->loop.trials);
+    }
+    if (prophet_trials_wants_round(c->loop.trials)) {
+        n = prophet_loop_candidates(po, prof, net, cands);
+        if (n == 0 || prophet_trials_begin(c->loop.trials, cands, n) != 0)
+            return prophet_plan_make(po, prof, net, out);
+    }
+    prophet_trials_decide(c->loop.trials, &d);
+    if ((err = prophet_cand_plan(d.candidate, po, prof, net, out)) != 0)
+        return err;
+    out->trial = d;
+    return 0;
+}
+
+void prophet_loop_installed(prophet_comm_t *c, const prophet_plan_t *plan, uint64_t iteration)
+{
+    const prophet_plan_trial_t *t = &plan->trial;
+
+    c->loop.in_force = t->phase != PROPHET_TRIAL_OFF ? t->candidate : PROPHET_CAND_NONE;
+    c->loop.direct = plan->policy == PROPHET_POLICY_PASSTHROUGH;
+    if (t->phase == PROPHET_TRIAL_OFF)
+        return;
+    if (t->judged != PROPHET_CAND_NONE)
+        prophet_msg(PROPHET_LOG_INFO,
+                    "comm %lu iteration %lu: trial round %u: %s measured %u us (median of %u "
+                    "iterations)",
+                    (unsigned long)c->id, (unsigned long)iteration, t->round,
+                    prophet_cand_name(t->judged), t->judged_us, t->judged_samples);
+    if (t->phase == PROPHET_TRIAL_CHOSEN)
+        prophet_msg(PROPHET_LOG_INFO, "comm %lu iteration %lu: trial round %u: %s kept (%u us)",
+                    (unsigned long)c->id, (unsigned long)iteration, t->round,
+                    prophet_cand_name(t->candidate), t->chosen_us);
+    else
+        prophet_msg(PROPHET_LOG_INFO, "comm %lu iteration %lu: trial round %u: trying %s",
+                    (unsigned long)c->id, (unsigned long)iteration, t->round,
+                    prophet_cand_name(t->candidate));
+}

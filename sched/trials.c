@@ -1,0 +1,246 @@
+/* The closed loop: a plan is judged by the iteration time it measures, not only by the time it
+ * predicts. A round tries each candidate for one window of agreed iterations (the plan broadcast
+ * makes them the same on every rank), takes the median of its clean iteration times, and keeps
+ * the best, passthrough on a near tie. Once chosen, the kept plan's iteration time, the eBPF
+ * throughput and the profile's backward span are watched; a drift past the thresholds of
+ * include/prophet/sched.h starts a new round at the next agreement. The iteration time and the
+ * throughput are compared with a baseline taken under the kept plan (the median of its first
+ * PROPHET_TRIAL_DRIFT_RECENT samples after the choice), not with its trial figure: the lowest of
+ * several medians of a few samples is biased low, and a noisy machine would restart at once. Pure:
+ * the caller hands in the figures (preload/closed_loop.c measures them on rank 0 and carries them
+ * in the plan). */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "sched_internal.h"
+
+static const char *const cand_names[PROPHET_CAND_COUNT] = {
+    "optimal", "passthrough", "prophet", "fusion", "buckets", "optimal-alpha4", "optimal-bw2",
+};
+
+const char *prophet_cand_name(uint32_t cand)
+{
+    return cand < PROPHET_CAND_COUNT ? cand_names[cand] : "none";
+}
+
+int prophet_cand_plan(uint32_t cand, const prophet_planner_opts_t *opts,
+                      const prophet_profile_t *profile, const prophet_net_t *net,
+                      prophet_plan_t *out)
+{
+    static const prophet_policy_t policy[PROPHET_CAND_COUNT] = {
+        PROPHET_POLICY_OPTIMAL, PROPHET_POLICY_PASSTHROUGH, PROPHET_POLICY_PROPHET,
+        PROPHET_POLICY_FUSION,  PROPHET_POLICY_BUCKETS,     PROPHET_POLICY_OPTIMAL,
+        PROPHET_POLICY_OPTIMAL,
+    };
+    prophet_planner_opts_t o;
+    prophet_net_t n;
+    int err;
+
+    if (cand >= PROPHET_CAND_COUNT || !opts || !net)
+        return -EINVAL;
+    o = *opts;
+    o.policy = policy[cand];
+    n = *net;
+    if (cand == PROPHET_CAND_OPTIMAL_ALPHA4)
+        n.alpha_us = 4 * (net->alpha_us > 1 ? net->alpha_us : 1);
+    else if (cand == PROPHET_CAND_OPTIMAL_BW2)
+        n.bandwidth_Bps = net->bandwidth_Bps / 2;
+    err = prophet_plan_make(&o, profile, &n, out);
+    if (err)
+        return err;
+    if (cand == PROPHET_CAND_OPTIMAL_ALPHA4 || cand == PROPHET_CAND_OPTIMAL_BW2) {
+        /* the prediction is the fitted model's, like every other candidate's */
+        prophet_sim_opts_t so = {.ranks = opts->ranks, .wait_per_layer = 0};
+        prophet_sim_result_t r;
+        if (prophet_sim_run(&so, profile, net, out, &r) == 0)
+            out->predicted_iteration_us = r.iteration_us;
+    }
+    return 0;
+}
+
+int prophet_plan_same_blocks(const prophet_plan_t *a, const prophet_plan_t *b)
+{
+    return a->n_calls == b->n_calls && a->n_blocks == b->n_blocks &&
+           memcmp(a->block_first, b->block_first, sizeof(a->block_first[0]) * a->n_blocks) == 0;
+}
+
+uint32_t prophet_trials_choose(const double *fig, const uint32_t *nfig, uint32_t n, double tie)
+{
+    uint32_t best = PROPHET_CAND_NONE;
+
+    for (uint32_t c = 0; c < n; c++)
+        if (nfig[c] > 0 && fig[c] >= 0 && (best == PROPHET_CAND_NONE || fig[c] < fig[best]))
+            best = c;
+    if (best != PROPHET_CAND_NONE && PROPHET_CAND_PASSTHROUGH < n &&
+        nfig[PROPHET_CAND_PASSTHROUGH] > 0 && fig[PROPHET_CAND_PASSTHROUGH] >= 0 &&
+        fig[PROPHET_CAND_PASSTHROUGH] <= fig[best] * (1 + tie))
+        best = PROPHET_CAND_PASSTHROUGH;
+    return best;
+}
+
+void prophet_trials_init(prophet_trials_t *t)
+{
+    memset(t, 0, sizeof(*t));
+    t->phase = PROPHET_TRIAL_OFF;
+    t->current = t->chosen = PROPHET_CAND_NONE;
+    t->ref_probe = -1;
+    for (uint32_t c = 0; c < PROPHET_CAND_COUNT; c++)
+        t->fig[c] = t->fig_probe[c] = -1;
+}
+
+int prophet_trials_wants_round(const prophet_trials_t *t)
+{
+    return t->phase == PROPHET_TRIAL_OFF || t->restart;
+}
+
+int prophet_trials_begin(prophet_trials_t *t, const uint32_t *cands, uint32_t n)
+{
+    uint32_t round = t->round;
+
+    if (!cands || n == 0 || n > PROPHET_CAND_COUNT)
+        return -EINVAL;
+    for (uint32_t i = 0; i < n; i++)
+        if (cands[i] >= PROPHET_CAND_COUNT)
+            return -EINVAL;
+    prophet_trials_init(t);
+    t->round = round + 1;
+    t->phase = PROPHET_TRIAL_RUNNING;
+    memcpy(t->order, cands, sizeof(cands[0]) * n);
+    t->n_order = n;
+    /* the first decide() of the round puts order[0] in force */
+    return 0;
+}
+
+static double median_of(const double *v, uint32_t n)
+{
+    double tmp[PROPHET_TRIAL_SAMPLES_MAX];
+
+    memcpy(tmp, v, sizeof(v[0]) * n);
+    return prophet_median(tmp, n);
+}
+
+static void push_recent(double *ring, uint32_t *n, double v)
+{
+    ring[*n % PROPHET_TRIAL_DRIFT_RECENT] = v;
+    (*n)++;
+}
+
+static int drifted(double now, double ref, double limit)
+{
+    return ref > 0 && now > 0 && fabs(now - ref) > limit * ref;
+}
+
+/* Which signal is off its baseline now (NULL: none). Baselines are taken from the first
+ * PROPHET_TRIAL_DRIFT_RECENT samples under the kept plan. */
+static const char *drift_now(prophet_trials_t *t, double backward_us)
+{
+    uint32_t k = PROPHET_TRIAL_DRIFT_RECENT;
+    const char *why = NULL;
+
+    if (t->n_recent == k && !(t->base_us > 0))
+        t->base_us = median_of(t->recent, k);
+    else if (t->n_recent > k &&
+             drifted(median_of(t->recent, k), t->base_us, PROPHET_TRIAL_DRIFT_TIME))
+        why = "iteration time";
+    if (t->n_recent_probe == k && !(t->ref_probe > 0))
+        t->ref_probe = median_of(t->recent_probe, k);
+    else if (t->n_recent_probe > k &&
+             drifted(median_of(t->recent_probe, k), t->ref_probe, PROPHET_TRIAL_DRIFT_PROBE))
+        why = "network throughput (eBPF)";
+    if (backward_us > 0 && !(t->ref_backward > 0))
+        t->ref_backward = backward_us;
+    else if (drifted(backward_us, t->ref_backward, PROPHET_TRIAL_DRIFT_PROFILE))
+        why = "profile";
+    return why;
+}
+
+/* A drift must last PROPHET_TRIAL_DRIFT_LASTS consecutive samples (a loaded machine's bursts do
+ * not restart the trials; a link that changed speed does). */
+static void drift_check(prophet_trials_t *t, double backward_us)
+{
+    const char *why = drift_now(t, backward_us);
+
+    t->drift_run = why ? t->drift_run + 1 : 0;
+    if (why && t->drift_run >= PROPHET_TRIAL_DRIFT_LASTS) {
+        t->restart = 1;
+        t->reason = why;
+    }
+}
+
+void prophet_trials_sample(prophet_trials_t *t, uint32_t in_force, double iter_us, double probe_Bps,
+                           double backward_us)
+{
+    if (!t || !(iter_us > 0) || in_force != t->current)
+        return;
+    if (t->phase == PROPHET_TRIAL_RUNNING) {
+        if (t->n_win < PROPHET_TRIAL_SAMPLES_MAX)
+            t->win[t->n_win++] = iter_us;
+        if (probe_Bps > 0 && t->n_win_probe < PROPHET_TRIAL_SAMPLES_MAX)
+            t->win_probe[t->n_win_probe++] = probe_Bps;
+        return;
+    }
+    if (t->phase != PROPHET_TRIAL_CHOSEN || t->restart)
+        return;
+    push_recent(t->recent, &t->n_recent, iter_us);
+    if (probe_Bps > 0)
+        push_recent(t->recent_probe, &t->n_recent_probe, probe_Bps);
+    drift_check(t, backward_us);
+}
+
+/* Closes the window of the candidate being timed: 1 when it is judged (figure set or given up). */
+static int close_window(prophet_trials_t *t, prophet_plan_trial_t *out)
+{
+    uint32_t c = t->current;
+
+    t->windows++;
+    if (t->n_win < PROPHET_TRIAL_MIN_SAMPLES && t->windows < PROPHET_TRIAL_MAX_WINDOWS)
+        return 0; /* one more window, samples kept */
+    if (t->n_win > 0) {
+        t->fig[c] = median_of(t->win, t->n_win);
+        t->nfig[c] = t->n_win;
+        out->judged = c;
+        out->judged_samples = t->n_win;
+        out->judged_us = (uint32_t)(t->fig[c] + 0.5);
+    }
+    if (t->n_win_probe > 0)
+        t->fig_probe[c] = median_of(t->win_probe, t->n_win_probe);
+    t->n_win = t->n_win_probe = 0;
+    t->windows = 0;
+    return 1;
+}
+
+void prophet_trials_decide(prophet_trials_t *t, prophet_plan_trial_t *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->judged = PROPHET_CAND_NONE;
+    out->candidate = PROPHET_CAND_NONE;
+    if (!t || t->phase == PROPHET_TRIAL_OFF)
+        return;
+    out->round = t->round;
+    if (t->phase == PROPHET_TRIAL_RUNNING) {
+        if (t->current == PROPHET_CAND_NONE) {
+            t->pos = 0;
+            t->current = t->order[0];
+        } else if (close_window(t, out) && ++t->pos < t->n_order) {
+            t->current = t->order[t->pos];
+        } else if (t->pos >= t->n_order) {
+            t->chosen =
+                prophet_trials_choose(t->fig, t->nfig, PROPHET_CAND_COUNT, PROPHET_TRIAL_TIE);
+            if (t->chosen == PROPHET_CAND_NONE)
+                t->chosen = PROPHET_CAND_PASSTHROUGH; /* nothing measured: hold nothing */
+            t->chosen_us = t->fig[t->chosen];
+            t->base_us = t->ref_probe = t->ref_backward = -1; /* baselines: from now on */
+            t->drift_run = 0;
+            t->phase = PROPHET_TRIAL_CHOSEN;
+            t->current = t->chosen;
+            t->n_recent = t->n_recent_probe = 0;
+        }
+    }
+    out->phase = t->phase;
+    out->candidate = t->current;
+    out->next_in =
+        t->phase == PROPHET_TRIAL_RUNNING ? PROPHET_TRIAL_WINDOW : PROPHET_TRIAL_CHECK_EVERY;
+    if (t->phase == PROPHET_TRIAL_CHOSEN && t->chosen_us > 0)
+        out->chosen_us = (uint32_t)(t->chosen_us + 0.5);
+}

@@ -1,0 +1,296 @@
+/* The closed loop's selection (sched/trials.c): the choice from measured figures (a table of
+ * cases: the lowest figure wins, passthrough on a tie within 2%, unmeasured candidates never),
+ * a whole round driven like the preload drives it (the kept candidate is the one whose samples
+ * were lowest, whatever the order), the window rules (too few samples: one more window, then
+ * judged on what there is), the round bound, drift detection (iteration time, eBPF throughput,
+ * profile) and its restart, the plan cap (no planner hands out a block of more than
+ * PROPHET_PLAN_BLOCK_MAX calls) and the trial fields of the plan wire form. */
+#include <math.h>
+#include <string.h>
+
+#include "check.h"
+#include "prophet/sched.h"
+
+#define NONE PROPHET_CAND_NONE
+#define PT PROPHET_CAND_PASSTHROUGH
+
+/* ---- the choice, data-driven ---------------------------------------------------------------- */
+static const struct {
+    const char *what;
+    double fig[PROPHET_CAND_COUNT]; /* < 0: not measured */
+    uint32_t want;
+} choose_cases[] = {
+    {"optimal lowest", {100, 120, 110, 130, 125, 105, 108}, PROPHET_CAND_OPTIMAL},
+    {"prophet lowest (the model's optimum measured slower)",
+     {76.5, 80, 65.0, 90, 85, 70, 72},
+     PROPHET_CAND_PROPHET},
+    {"passthrough lowest", {110, 90, 100, 120, 115, 105, 104}, PT},
+    {"passthrough within the tie margin wins", {100, 101.9, 103, 105, 106, 104, 104}, PT},
+    {"passthrough just outside the margin loses",
+     {100, 102.1, 103, 105, 106, 104, 104},
+     PROPHET_CAND_OPTIMAL},
+    {"equal figures: the earlier candidate",
+     {-1, 130, 100, 100, 120, -1, -1},
+     PROPHET_CAND_PROPHET},
+    {"unmeasured never chosen", {-1, 130, -1, -1, 120, -1, -1}, PROPHET_CAND_BUCKETS},
+    {"the last candidate lowest", {100, 120, 110, 130, 125, 105, 50}, PROPHET_CAND_OPTIMAL_BW2},
+    {"nothing measured", {-1, -1, -1, -1, -1, -1, -1}, NONE},
+};
+
+static void test_choose(void)
+{
+    for (size_t k = 0; k < sizeof(choose_cases) / sizeof(choose_cases[0]); k++) {
+        uint32_t n[PROPHET_CAND_COUNT], got;
+        for (uint32_t c = 0; c < PROPHET_CAND_COUNT; c++)
+            n[c] = choose_cases[k].fig[c] >= 0 ? 3 : 0;
+        got = prophet_trials_choose(choose_cases[k].fig, n, PROPHET_CAND_COUNT, PROPHET_TRIAL_TIE);
+        CHECKF(got == choose_cases[k].want, "case '%s': chose %s, want %s", choose_cases[k].what,
+               prophet_cand_name(got), prophet_cand_name(choose_cases[k].want));
+    }
+}
+
+/* ---- a round, driven like preload/closed_loop.c -----------------------------------------------
+ */
+/* The iteration time that candidate c measures (a fixed figure plus deterministic jitter, and
+ * every fifth sample an outlier that a median must ignore). */
+static double measured(const double *truth, uint32_t c, uint64_t *rng, uint32_t i)
+{
+    double v = truth[c] * (1 + 0.01 * (test_uniform(rng) - 0.5));
+    return i % 5 == 4 ? v * 3 : v;
+}
+
+/* Runs one round over `order` with figures `truth` on a simulated agreement schedule: the plan
+ * decided at agreement K is in force from K + 2; iterations K + 2 .. K + next_in - 1 are clean.
+ * Returns the kept candidate; *iters receives the iterations from the first agreement to the
+ * one that announced the choice. */
+static uint32_t run_round(prophet_trials_t *t, const double *truth, const uint32_t *order,
+                          uint32_t n, uint32_t skip_every, uint32_t *iters, uint64_t seed)
+{
+    prophet_plan_trial_t d;
+    uint32_t in_force = NONE, next_force = NONE, it = 0, sample = 0;
+    uint64_t rng = seed;
+
+    CHECK(prophet_trials_wants_round(t));
+    CHECK(prophet_trials_begin(t, order, n) == 0);
+    for (;;) {
+        prophet_trials_decide(t, &d);
+        CHECK(d.candidate < PROPHET_CAND_COUNT && d.next_in >= 3);
+        if (d.phase == PROPHET_TRIAL_CHOSEN) {
+            *iters = it;
+            CHECK(d.chosen_us > 0 || t->fig[d.candidate] < 0);
+            return d.candidate;
+        }
+        CHECK(it <= PROPHET_TRIAL_ROUND_BOUND);
+        next_force = d.candidate;
+        for (uint32_t k = 0; k < d.next_in; k++, it++) {
+            if (k == 2)
+                in_force = next_force;
+            /* clean: not the broadcast iteration, the plan in force since its start, and not a
+             * measurement iteration (every skip_every-th) */
+            if (k >= 2 && !(skip_every && it % skip_every == 0))
+                prophet_trials_sample(t, in_force, measured(truth, in_force, &rng, sample++), -1,
+                                      1000);
+        }
+    }
+}
+
+static void test_round(void)
+{
+    static const uint32_t all[] = {0, 1, 2, 3, 4, 5, 6};
+    static const uint32_t rev[] = {6, 5, 4, 3, 2, 1, 0};
+    prophet_trials_t t;
+    uint64_t rng = 7;
+
+    for (int trial = 0; trial < 200; trial++) {
+        double truth[PROPHET_CAND_COUNT];
+        uint32_t best = 0, got, iters;
+        for (uint32_t c = 0; c < PROPHET_CAND_COUNT; c++) {
+            truth[c] = 50000 + 50000 * test_uniform(&rng);
+            if (truth[c] < truth[best])
+                best = c;
+        }
+        /* a clear winner (more than the tie margin and the jitter ahead of the rest) */
+        truth[best] *= 0.9;
+        prophet_trials_init(&t);
+        got = run_round(&t, truth, trial % 2 ? rev : all, PROPHET_CAND_COUNT, trial % 3 ? 8 : 0,
+                        &iters, (uint64_t)trial + 1);
+        CHECKF(got == best, "round %d: kept %s (%.0f us), the best measured is %s (%.0f us)", trial,
+               prophet_cand_name(got), truth[got], prophet_cand_name(best), truth[best]);
+        CHECKF(t.fig[best] > 0 && fabs(t.fig[best] - truth[best]) < 0.01 * truth[best],
+               "the median of the best's window is %.0f, its figure %.0f", t.fig[best],
+               truth[best]);
+        CHECKF(iters <= PROPHET_TRIAL_ROUND_BOUND, "round took %u iterations", iters);
+        /* with no measurement iteration in the way, one window per candidate */
+        if (trial % 3 == 0)
+            CHECKF(iters == PROPHET_CAND_COUNT * PROPHET_TRIAL_WINDOW, "round took %u", iters);
+    }
+    /* passthrough within the margin of the best: holding nothing is kept */
+    {
+        double truth[PROPHET_CAND_COUNT] = {100000, 101000, 120000, 130000, 125000, 110000, 115000};
+        uint32_t iters;
+        prophet_trials_init(&t);
+        CHECK(run_round(&t, truth, all, PROPHET_CAND_COUNT, 8, &iters, 3) == PT);
+    }
+    /* a candidate list of two (the others' plans were duplicates) */
+    {
+        double truth[PROPHET_CAND_COUNT] = {90000, 100000, 1, 1, 1, 1, 1};
+        uint32_t iters;
+        prophet_trials_init(&t);
+        CHECK(run_round(&t, truth, all, 2, 0, &iters, 4) == PROPHET_CAND_OPTIMAL);
+        CHECK(iters == 2 * PROPHET_TRIAL_WINDOW);
+        CHECK(t.fig[PROPHET_CAND_PROPHET] < 0); /* never tried */
+    }
+    CHECK(prophet_trials_begin(&t, all, 0) != 0);
+    {
+        uint32_t bad = PROPHET_CAND_COUNT;
+        CHECK(prophet_trials_begin(&t, &bad, 1) != 0);
+    }
+}
+
+/* Too few samples in a window: the same candidate one more window, then judged on what it has;
+ * none at all: never chosen. */
+static void test_windows(void)
+{
+    static const uint32_t two[] = {PROPHET_CAND_OPTIMAL, PT};
+    prophet_trials_t t;
+    prophet_plan_trial_t d;
+
+    prophet_trials_init(&t);
+    CHECK(prophet_trials_begin(&t, two, 2) == 0);
+    prophet_trials_decide(&t, &d);
+    CHECK(d.phase == PROPHET_TRIAL_RUNNING && d.candidate == PROPHET_CAND_OPTIMAL &&
+          d.judged == NONE && d.round == 1 && d.next_in == PROPHET_TRIAL_WINDOW);
+    prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, 1000, -1, 0);
+    prophet_trials_sample(&t, PT, 1, -1, 0); /* not the candidate being timed: ignored */
+    prophet_trials_decide(&t, &d);
+    CHECK(d.candidate == PROPHET_CAND_OPTIMAL && d.judged == NONE); /* one more window */
+    prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, 3000, -1, 0);
+    prophet_trials_decide(&t, &d);
+    CHECK(d.candidate == PT && d.judged == PROPHET_CAND_OPTIMAL && d.judged_samples == 2 &&
+          d.judged_us == 2000);
+    prophet_trials_decide(&t, &d); /* passthrough measured nothing in two windows */
+    CHECK(d.phase == PROPHET_TRIAL_RUNNING && d.candidate == PT);
+    prophet_trials_decide(&t, &d);
+    CHECK(d.phase == PROPHET_TRIAL_CHOSEN && d.candidate == PROPHET_CAND_OPTIMAL &&
+          d.chosen_us == 2000 && d.next_in == PROPHET_TRIAL_CHECK_EVERY);
+    CHECK(!prophet_trials_wants_round(&t));
+}
+
+/* Once chosen: samples near the figure keep it; a drift of the iteration time, the eBPF
+ * throughput or the profile past its threshold asks for a new round, which tries again. */
+static void test_drift(void)
+{
+    static const uint32_t two[] = {PROPHET_CAND_OPTIMAL, PT};
+    static const double probe_ok = 1e8;
+    prophet_trials_t t;
+    prophet_plan_trial_t d;
+
+    for (int what = 0; what < 3; what++) {
+        prophet_trials_init(&t);
+        CHECK(prophet_trials_begin(&t, two, 2) == 0);
+        prophet_trials_decide(&t, &d);
+        for (int i = 0; i < 4; i++)
+            prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, 1000, probe_ok, 800);
+        prophet_trials_decide(&t, &d);
+        for (int i = 0; i < 4; i++)
+            prophet_trials_sample(&t, PT, 1200, probe_ok, 800);
+        prophet_trials_decide(&t, &d);
+        CHECK(d.phase == PROPHET_TRIAL_CHOSEN && d.candidate == PROPHET_CAND_OPTIMAL);
+        for (int i = 0; i < PROPHET_TRIAL_DRIFT_RECENT; i++) /* the baseline under it */
+            prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, 1000, probe_ok, 800);
+        CHECK(t.base_us == 1000 && t.ref_probe == probe_ok);
+        for (int i = 0; i < 50; i++) /* within every threshold */
+            prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, i % 2 ? 1200 : 800,
+                                  probe_ok * (i % 2 ? 1.25 : 0.8), i % 2 ? 960 : 640);
+        CHECK(!prophet_trials_wants_round(&t));
+        /* a burst shorter than the persistence rule: kept */
+        for (int i = 0; i < PROPHET_TRIAL_DRIFT_LASTS - 1; i++)
+            prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, what == 0 ? 1300 : 1000,
+                                  what == 1 ? probe_ok / 4 : probe_ok, what == 2 ? 1100 : 800);
+        CHECKF(!prophet_trials_wants_round(&t), "drift %d: a burst restarted the trials", what);
+        for (int i = 0; i < PROPHET_TRIAL_DRIFT_RECENT; i++)
+            prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, 1000, probe_ok, 800);
+        /* a lasting drift: seen within the bound */
+        int seen = -1;
+        for (int i = 0; i < 3 * PROPHET_TRIAL_DRIFT_LASTS && seen < 0; i++) {
+            prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, what == 0 ? 1300 : 1000,
+                                  what == 1 ? probe_ok / 4 : probe_ok, what == 2 ? 1100 : 800);
+            if (prophet_trials_wants_round(&t))
+                seen = i + 1;
+        }
+        CHECKF(seen > 0 && seen <= PROPHET_TRIAL_DRIFT_RECENT / 2 + 1 + PROPHET_TRIAL_DRIFT_LASTS,
+               "drift %d not seen (%d samples)", what, seen);
+        CHECK(t.reason != NULL);
+        CHECK(prophet_trials_begin(&t, two, 2) == 0);
+        prophet_trials_decide(&t, &d);
+        CHECK(d.phase == PROPHET_TRIAL_RUNNING && d.round == 2 && d.candidate == two[0]);
+    }
+}
+
+/* ---- the cap and the wire ----------------------------------------------------------------- */
+static prophet_profile_t prof;
+static prophet_plan_t plan, back;
+
+static void test_cap(void)
+{
+    prophet_planner_opts_t o = {.ranks = 4, .fusion_bytes = 1ull << 40, .bucket_bytes = 1ull << 40};
+    prophet_net_t net = {.alpha_us = 1e6, .bandwidth_Bps = 1e9}; /* a launch dearer than all */
+
+    memset(&prof, 0, sizeof(prof));
+    prof.n_calls = 200;
+    for (uint32_t i = 0; i < prof.n_calls; i++) {
+        prof.sig[i].bytes = prof.sig[i].count = 4;
+        prof.ready_us[i] = 0; /* all ready at once: every planner wants one block */
+        prof.priority[i] = prof.n_calls - 1 - i;
+    }
+    for (uint32_t c = 0; c < PROPHET_CAND_COUNT; c++) {
+        CHECK(prophet_cand_plan(c, &o, &prof, &net, &plan) == 0);
+        for (uint32_t b = 0; b < plan.n_blocks; b++) {
+            uint32_t end = b + 1 < plan.n_blocks ? plan.block_first[b + 1] : plan.n_calls;
+            CHECKF(end - plan.block_first[b] <= PROPHET_PLAN_BLOCK_MAX,
+                   "%s: block %u holds %u calls (cap %d)", prophet_cand_name(c), b,
+                   end - plan.block_first[b], PROPHET_PLAN_BLOCK_MAX);
+        }
+        if (c != PT && c != PROPHET_CAND_PROPHET)
+            CHECKF(plan.n_blocks ==
+                       (prof.n_calls + PROPHET_PLAN_BLOCK_MAX - 1) / PROPHET_PLAN_BLOCK_MAX,
+                   "%s: %u blocks", prophet_cand_name(c), plan.n_blocks);
+    }
+    CHECK(prophet_cand_plan(PROPHET_CAND_COUNT, &o, &prof, &net, &plan) != 0);
+}
+
+static void test_wire(void)
+{
+    static uint8_t buf[PROPHET_PLAN_WIRE_BYTES];
+    prophet_planner_opts_t o = {.ranks = 4, .policy = PROPHET_POLICY_OPTIMAL};
+    prophet_net_t net = {.alpha_us = 10, .bandwidth_Bps = 1e9};
+
+    CHECK(prophet_plan_make(&o, &prof, &net, &plan) == 0);
+    CHECK(plan.trial.phase == PROPHET_TRIAL_OFF);
+    plan.trial = (prophet_plan_trial_t){.phase = PROPHET_TRIAL_CHOSEN,
+                                        .candidate = PROPHET_CAND_PROPHET,
+                                        .round = 3,
+                                        .next_in = 10,
+                                        .judged = PROPHET_CAND_FUSION,
+                                        .judged_samples = 4,
+                                        .judged_us = 76500,
+                                        .chosen_us = 65000};
+    CHECK(prophet_plan_pack(&plan, buf, sizeof(buf)) == PROPHET_PLAN_WIRE_BYTES);
+    CHECK(prophet_plan_unpack(&back, buf, sizeof(buf)) == 0);
+    CHECK(memcmp(&back.trial, &plan.trial, sizeof(plan.trial)) == 0);
+    CHECK(prophet_plan_same_blocks(&back, &plan));
+    plan.trial.phase = 7;
+    CHECK(prophet_plan_pack(&plan, buf, sizeof(buf)) < 0);
+}
+
+int main(void)
+{
+    test_choose();
+    test_round();
+    test_windows();
+    test_drift();
+    test_cap();
+    test_wire();
+    printf("trials: ok\n");
+    return 0;
+}
