@@ -10,13 +10,14 @@
 #include "comm_state.h"
 #include "cuda_driver.h"
 #include "init.h"
+#include "tls.h"
 #include "log_line.h"
 #include "nccl_symbols.h"
 #include "settings.h"
 
 static _Atomic(prophet_comm_t *) prophet_comms;
 static _Atomic uint64_t prophet_next_comm_id;
-static _Thread_local prophet_comm_t *prophet_comm_cache;
+static PROPHET_TLS prophet_comm_t *prophet_comm_cache;
 
 prophet_comm_t *prophet_comm_list(void)
 {
@@ -145,6 +146,33 @@ void prophet_comm_event_put(prophet_comm_t *c, CUevent e)
     c->gpu.event_pool[c->gpu.event_pool_n++] = e;
 }
 
+#define PROPHET_SPARE_RECORDS 256
+
+prophet_inflight_t *prophet_comm_record_get(prophet_comm_t *c, uint32_t n)
+{
+    prophet_inflight_t *f = c->blocks.spare;
+
+    if (n == 1 && f) {
+        c->blocks.spare = f->next;
+        c->blocks.spare_n--;
+        return f;
+    }
+    return malloc(sizeof(*f) + n * sizeof(f->m[0]));
+}
+
+void prophet_comm_record_put(prophet_comm_t *c, prophet_inflight_t *f)
+{
+    if (!f)
+        return;
+    if (f->n != 1 || c->blocks.spare_n >= PROPHET_SPARE_RECORDS) {
+        free(f);
+        return;
+    }
+    f->next = c->blocks.spare;
+    c->blocks.spare = f;
+    c->blocks.spare_n++;
+}
+
 void prophet_comm_summary(prophet_comm_t *c)
 {
     const prophet_stats_t *s = &c->stats;
@@ -174,6 +202,12 @@ void prophet_comm_gpu_release(prophet_comm_t *c)
     c->gpu.x = NULL;
     while (c->gpu.event_pool_n)
         prophet_cu.EventDestroy(c->gpu.event_pool[--c->gpu.event_pool_n]);
+    while (c->blocks.spare) {
+        prophet_inflight_t *f = c->blocks.spare;
+        c->blocks.spare = f->next;
+        free(f);
+    }
+    c->blocks.spare_n = 0;
 }
 
 /* The learner, engine, net model and signature sequence of a retired comm. */

@@ -116,6 +116,8 @@ typedef struct prophet_comm_order {
 typedef struct prophet_comm_blocks {
     prophet_block_t pending;
     prophet_inflight_t *inflight_head, *inflight_tail;
+    prophet_inflight_t *spare; /* one-member records for reuse (comm_state.c) */
+    uint32_t spare_n;
 } prophet_comm_blocks_t;
 
 /* The closed loop (closed_loop.c): which candidate's plan is in force, whether it holds nothing,
@@ -180,6 +182,11 @@ prophet_comm_t *prophet_comm_find(ncclComm_t handle);
 prophet_comm_t *prophet_comm_list(void);
 CUevent prophet_comm_event_get(prophet_comm_t *c);
 void prophet_comm_event_put(prophet_comm_t *c, CUevent e);
+/* A record for n members (NULL when out of memory), and its return: an observed call's record
+ * (n = 1) is kept for the next one, so that the per-call path neither allocates nor frees memory
+ * that another thread (the poller) allocated. Locked. */
+prophet_inflight_t *prophet_comm_record_get(prophet_comm_t *c, uint32_t n);
+void prophet_comm_record_put(prophet_comm_t *c, prophet_inflight_t *f);
 void prophet_comm_summary(prophet_comm_t *c);
 /* A retired comm whose last launched block completed: X and the pooled events (poller). Locked. */
 void prophet_comm_gpu_release(prophet_comm_t *c);

@@ -17,6 +17,7 @@
 #include <dlfcn.h>
 #include <stddef.h>
 
+#include "cuda_hold.h"
 #include "cuda_hook_names.h"
 #include "cuda_hooks.h"
 #include "dlsym_real.h"
@@ -29,12 +30,30 @@
 /* Returns where to jump (glibc's dlsym) or NULL with the final answer in *answer. */
 __attribute__((used)) void *prophet_dlsym_pick(void *handle, const char *name, void **answer);
 
+/* Whether name contains "BeginCapture" (no libc string function: see above). */
+static int prophet_dlsym_names_capture(const char *name)
+{
+    static const char w[] = "BeginCapture";
+
+    for (const char *p = name; p && *p; p++) {
+        size_t k = 0;
+        while (w[k] && p[k] == w[k])
+            k++;
+        if (!w[k])
+            return 1;
+    }
+    return 0;
+}
+
 void *prophet_dlsym_pick(void *handle, const char *name, void **answer)
 {
     int i = prophet_cuhook_find(name);
 
-    if (i < 0)
+    if (i < 0) {
+        if (prophet_dlsym_names_capture(name))
+            prophet_capture_begun(); /* a capture entry point the wrappers do not know */
         return (void *)prophet_dlsym_glibc();
+    }
     *answer = prophet_cuhook_dlsym(i, prophet_dlsym_real(handle, name));
     return NULL;
 }

@@ -34,7 +34,8 @@
 #include "settings.h"
 
 atomic_int prophet_hold_armed_;
-_Thread_local int prophet_hold_depth_;
+PROPHET_TLS int prophet_hold_depth_;
+atomic_int prophet_capture_seen_;
 
 #define HOLD_MAXDEP 8
 #define HOLD_STREAM_BUCKETS 256
@@ -101,7 +102,16 @@ static int hold_ncomms;
 static int hold_nopen, hold_nvirt, hold_nlive_recs, hold_nlive_streams;
 static CUevent *hold_pool;
 static int hold_pool_n, hold_pool_cap;
-static _Thread_local char hold_thread_key; /* its address names this thread's default stream */
+static PROPHET_TLS char hold_thread_key; /* its address names this thread's default stream */
+/* Lock-free answers for the scheduler's per-call questions (written under the engine lock, read
+ * without it by the thread that issues the calls; what another thread did first is seen through the
+ * synchronisation that ordered it first): the only communicator ever named in a dependency set
+ * (NULL: none yet; HOLD_MANY: several), and whether any stream is materially behind an open block
+ * (streams with a taint, counted in HOLD_STREAM_CHANGE). */
+#define HOLD_MANY ((prophet_comm_t *)(uintptr_t)1)
+static prophet_comm_t *_Atomic hold_dep_comm;
+static int hold_ntainted;
+static atomic_int hold_any_taint;
 /* Releases c's open block (takes the comm lock): set by comm_life.c, so that this file calls
  * nothing above it (release.c calls prophet_hold_block_released). */
 static void (*_Atomic hold_release_fn)(prophet_comm_t *c);
@@ -177,6 +187,9 @@ static int hold_dep_add(hold_depset_t *s, prophet_comm_t *c, uint32_t g)
     if (s->n == HOLD_MAXDEP)
         return -1;
     s->d[s->n++] = (hold_dep_t){c, g};
+    if (atomic_load_explicit(&hold_dep_comm, memory_order_relaxed) != c &&
+        !atomic_compare_exchange_strong(&hold_dep_comm, &(prophet_comm_t *){NULL}, c))
+        atomic_store(&hold_dep_comm, HOLD_MANY);
     return 0;
 }
 
@@ -256,9 +269,13 @@ static int hold_stream_live(const hold_stream_t *s)
 /* Keeps the count of streams with dependencies in step (call before and after a change). */
 #define HOLD_STREAM_CHANGE(s, ...)                                                                 \
     do {                                                                                           \
-        int was_ = hold_stream_live(s);                                                            \
+        int was_ = hold_stream_live(s), tainted_ = (s)->taint.n > 0;                               \
         __VA_ARGS__;                                                                               \
         hold_nlive_streams += hold_stream_live(s) - was_;                                          \
+        if (((s)->taint.n > 0) != tainted_) {                                                      \
+            hold_ntainted += (s)->taint.n > 0 ? 1 : -1;                                            \
+            atomic_store(&hold_any_taint, hold_ntainted > 0);                                      \
+        }                                                                                          \
     } while (0)
 
 /* Drops a stream's dependencies on blocks that are no longer open. */
@@ -354,7 +371,7 @@ static hold_stream_t *hold_stream(CUstream s, int ptsz)
         h->flags_known = 1;
     }
     if (h->legacy) {
-        for (int b = 0; b < HOLD_STREAM_BUCKETS; b++)
+        for (int b = 0; hold_nlive_streams > 0 && b < HOLD_STREAM_BUCKETS; b++)
             for (hold_stream_t *o = hold_streams[b]; o; o = o->next)
                 if (o != h && o->blocking && hold_stream_live(o))
                     hold_stream_merge(h, o);
@@ -551,7 +568,7 @@ static int hold_collect_open(const hold_depset_t *s, hold_dep_t *out, int n)
 static void hold_release_or_wait(hold_dep_t *open, int n)
 {
     pthread_t self = pthread_self();
-    int64_t warn_at = prophet_now_us() + (int64_t)prophet_cfg.stall_ms * 1000;
+    int64_t warn_at = 0; /* read the clock only when a wait begins (not per call) */
     int warned = 0;
 
     for (int i = 0; i < n; i++) {
@@ -577,6 +594,8 @@ static void hold_release_or_wait(hold_dep_t *open, int n)
                             "issuing thread to release block generation %u",
                             (unsigned long)open[i].c->id, open[i].gen);
             }
+            if (!warn_at)
+                warn_at = prophet_now_us() + (int64_t)prophet_cfg.stall_ms * 1000;
             if (!warned && prophet_now_us() > warn_at) {
                 warned = 1;
                 prophet_msg(PROPHET_LOG_WARN,
@@ -614,8 +633,7 @@ int prophet_hold_event_record(CUevent e, CUstream s, int ptsz, CUresult *rc)
     HOLD_LOCK();
     if (!(h = hold_stream(s, ptsz)))
         goto out;
-    hold_vdeps_prune(&h->vdeps);
-    hold_taint_prune(&h->taint);
+    hold_stream_prune(h); /* counted: a stream left without dependencies is no longer live */
     r = hold_rec_find(e);
     if (r) { /* a new record of the handle replaces the old one */
         hold_rec_unvirt(r);
@@ -893,7 +911,7 @@ void prophet_hold_ctx_sync(void)
             open[n++] = (hold_dep_t){hold_comms[i].c, hold_comms[i].open_gen};
     hold_release_or_wait(open, n);
     /* every block is released: the context synchronisation waits for X and the records on it */
-    for (int b = 0; b < HOLD_STREAM_BUCKETS; b++)
+    for (int b = 0; hold_nlive_streams > 0 && b < HOLD_STREAM_BUCKETS; b++)
         for (hold_stream_t *h = hold_streams[b]; h; h = h->next)
             hold_stream_prune(h);
     hold_rearm();
@@ -981,9 +999,11 @@ void prophet_hold_before_call(prophet_comm_t *c, CUstream st)
 {
     hold_dep_t open[HOLD_MAXCOMM];
     hold_stream_t *h;
+    prophet_comm_t *only = atomic_load(&hold_dep_comm);
     int n = 0;
 
-    if (!prophet_hold_armed())
+    /* nothing of another communicator was ever held: st cannot be behind one */
+    if (!prophet_hold_armed() || only == NULL || only == c)
         return;
     HOLD_LOCK();
     if ((h = hold_stream(st, 0)) != NULL) {
@@ -1024,6 +1044,8 @@ int prophet_hold_may_join(prophet_comm_t *c, CUstream st, uint32_t gen)
     int legacy, perthread, ok = 1;
     hold_stream_t *h;
 
+    if (!atomic_load(&hold_any_taint)) /* no stream is materially behind an open block */
+        return 1;
     HOLD_LOCK();
     hold_stream_norm(st, 0, &key, &real, &legacy, &perthread);
     if ((h = hold_stream_lookup(key)) != NULL) {
@@ -1112,8 +1134,9 @@ void prophet_hold_block_released(prophet_comm_t *c, uint32_t gen, int how)
         hc->released = gen;
     if (how == PROPHET_HOLD_DROPPED && c->gpu.gate_host) /* a gated stream must never hang */
         __atomic_store_n(c->gpu.gate_host, gen, __ATOMIC_RELEASE);
-    /* taints on this block are over: the gates stay on the GPU */
-    for (int b = 0; b < HOLD_STREAM_BUCKETS; b++)
+    /* taints on this block are over: the gates stay on the GPU (no stream with a dependency or
+     * a taint: nothing to prune, and no walk over every bucket per block) */
+    for (int b = 0; hold_nlive_streams > 0 && b < HOLD_STREAM_BUCKETS; b++)
         for (hold_stream_t *h = hold_streams[b]; h; h = h->next)
             HOLD_STREAM_CHANGE(h, {
                 hold_taint_prune(&h->taint);
@@ -1127,7 +1150,8 @@ void prophet_hold_block_released(prophet_comm_t *c, uint32_t gen, int how)
                 break;
             }
     }
-    for (int b = 0; b < HOLD_EVENT_BUCKETS; b++)
+    /* records that are not virtual but still carry a taint (none: no walk) */
+    for (int b = 0; hold_nlive_recs > hold_nvirt && b < HOLD_EVENT_BUCKETS; b++)
         for (hold_rec_t *r = hold_recs[b], *n; r; r = n) {
             n = r->next;
             if (!r->virt)

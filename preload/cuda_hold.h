@@ -17,8 +17,10 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "tls.h"
+
 extern atomic_int prophet_hold_armed_;
-extern _Thread_local int prophet_hold_depth_;
+extern PROPHET_TLS int prophet_hold_depth_;
 
 static inline int prophet_hold_armed(void)
 {
@@ -26,9 +28,33 @@ static inline int prophet_hold_armed(void)
 }
 
 /* The preload's own code runs between enter and leave: wrappers reached meanwhile pass through. */
-static inline void prophet_hold_enter(void) { prophet_hold_depth_++; }
-static inline void prophet_hold_leave(void) { prophet_hold_depth_--; }
-static inline int prophet_hold_inside(void) { return prophet_hold_depth_ != 0; }
+static inline void prophet_hold_enter(void)
+{
+    prophet_hold_depth_++;
+}
+static inline void prophet_hold_leave(void)
+{
+    prophet_hold_depth_--;
+}
+static inline int prophet_hold_inside(void)
+{
+    return prophet_hold_depth_ != 0;
+}
+
+/* Whether any stream of the process may be capturing: set for good by the wrappers of every
+ * capture-begin entry point before the driver is called (and when an unwrapped name with
+ * "BeginCapture" in it is handed out), so that a process that never captures does not ask the
+ * driver per call (cuStreamIsCapturing). A stream only captures after some thread began a capture
+ * (a stream joins one by waiting on an event recorded in a capturing stream). */
+extern atomic_int prophet_capture_seen_;
+static inline void prophet_capture_begun(void)
+{
+    atomic_store_explicit(&prophet_capture_seen_, 1, memory_order_seq_cst);
+}
+static inline int prophet_capture_possible(void)
+{
+    return atomic_load_explicit(&prophet_capture_seen_, memory_order_seq_cst) != 0;
+}
 
 /* Event record (cuEventRecord, cuEventRecordWithFlags): may become virtual. */
 int prophet_hold_event_record(CUevent e, CUstream s, int ptsz, CUresult *rc);
@@ -46,7 +72,8 @@ int prophet_hold_event_elapsed(CUevent a, CUevent b, CUresult *rc);
 void prophet_hold_event_sync(CUevent e);
 void prophet_hold_stream_sync(CUstream s, int ptsz);
 void prophet_hold_ctx_sync(void);
-/* Destruction of an event or stream with virtual records pending is deferred until they are real. */
+/* Destruction of an event or stream with virtual records pending is deferred until they are real.
+ */
 int prophet_hold_event_destroy(CUevent e, CUresult *rc);
 int prophet_hold_stream_destroy(CUstream s, CUresult *rc);
 /* A stream was created (its flags tell blocking from non-blocking, for the legacy stream's

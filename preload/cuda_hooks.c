@@ -155,6 +155,8 @@ static void *prophet_cuhook_procaddr(const char *symbol, void *p, int version, c
             p = prophet_cuhook_wrapper[i];
         }
     }
+    if (i == -1 && strstr(symbol, "BeginCapture"))
+        prophet_capture_begun(); /* a capture entry point the wrappers do not know */
     if (i == -1)
         prophet_msg(PROPHET_LOG_TRACE, "cuGetProcAddress(%s, version %d, flags %llu): driver's",
                     symbol, version, (unsigned long long)flags);
@@ -188,6 +190,24 @@ static void *prophet_cuhook_procaddr(const char *symbol, void *p, int version, c
 #define PROPHET_CUHOOK_PRE_STREAM_DESTROY(ptsz, a, b, rcp) prophet_hold_stream_destroy((a), (rcp))
 #define PROPHET_CUHOOK_PRE_STREAM_CREATE(ptsz, a, b, rcp) 0
 #define PROPHET_CUHOOK_PRE_OTHER(ptsz, a, b, rcp) 0
+
+/* FIRST: on every path, before anything else (a capture may begin: see prophet_capture_seen_). */
+#define PROPHET_CUHOOK_FIRST_CAPTURE_BEGIN() prophet_capture_begun()
+#define PROPHET_CUHOOK_FIRST_NONE() ((void)0)
+#define PROPHET_CUHOOK_FIRST_RECORD PROPHET_CUHOOK_FIRST_NONE
+#define PROPHET_CUHOOK_FIRST_WAIT PROPHET_CUHOOK_FIRST_NONE
+#define PROPHET_CUHOOK_FIRST_WORK PROPHET_CUHOOK_FIRST_NONE
+#define PROPHET_CUHOOK_FIRST_SYNC_WORK PROPHET_CUHOOK_FIRST_NONE
+#define PROPHET_CUHOOK_FIRST_EVENT_QUERY PROPHET_CUHOOK_FIRST_NONE
+#define PROPHET_CUHOOK_FIRST_STREAM_QUERY PROPHET_CUHOOK_FIRST_NONE
+#define PROPHET_CUHOOK_FIRST_ELAPSED PROPHET_CUHOOK_FIRST_NONE
+#define PROPHET_CUHOOK_FIRST_EVENT_SYNC PROPHET_CUHOOK_FIRST_NONE
+#define PROPHET_CUHOOK_FIRST_STREAM_SYNC PROPHET_CUHOOK_FIRST_NONE
+#define PROPHET_CUHOOK_FIRST_CTX_SYNC PROPHET_CUHOOK_FIRST_NONE
+#define PROPHET_CUHOOK_FIRST_EVENT_DESTROY PROPHET_CUHOOK_FIRST_NONE
+#define PROPHET_CUHOOK_FIRST_STREAM_DESTROY PROPHET_CUHOOK_FIRST_NONE
+#define PROPHET_CUHOOK_FIRST_STREAM_CREATE PROPHET_CUHOOK_FIRST_NONE
+#define PROPHET_CUHOOK_FIRST_OTHER PROPHET_CUHOOK_FIRST_NONE
 
 #define PROPHET_CUHOOK_POST_ALWAYS_STREAM_CREATE 1
 #define PROPHET_CUHOOK_POST_STREAM_CREATE(rc, a, b)                                                \
@@ -235,6 +255,7 @@ static void *prophet_cuhook_procaddr(const char *symbol, void *p, int version, c
             (prophet_cuhook_fn_##sym)prophet_cuhook_real(PROPHET_CUHOOK_##sym);                    \
         CUresult rc_ = CUDA_SUCCESS;                                                               \
                                                                                                    \
+        PROPHET_CUHOOK_FIRST_##kind();                                                             \
         if (!real_)                                                                                \
             return prophet_cuhook_missing(PROPHET_CUHOOK_##sym);                                   \
         if (!prophet_hold_armed() || prophet_hold_inside()) {                                      \

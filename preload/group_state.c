@@ -1,7 +1,8 @@
 /* Per-thread depth of the user's ncclGroupStart/End nesting (NCCL's group depth is per thread). */
 #include "group_state.h"
+#include "tls.h"
 
-static _Thread_local int prophet_group_level;
+static PROPHET_TLS int prophet_group_level;
 
 int prophet_group_depth(void)
 {

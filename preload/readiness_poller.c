@@ -105,7 +105,7 @@ static void prophet_poll_inflight(prophet_comm_t *c)
             c->blocks.inflight_tail = NULL;
         if (rc == CUDA_SUCCESS)
             prophet_inflight_done(c, f);
-        free(f);
+        prophet_comm_record_put(c, f);
     }
 }
 

@@ -1,9 +1,9 @@
-/* Releasing a held block: the internal stream X waits for every member's ready event, runs the
- * members as one NCCL group, records the block's end event and writes the block's generation into
- * the comm's gate word. Nothing is placed on the caller's stream: the holding engine
- * (cuda_hold.c) then issues the event records that the job made behind the block (on X, after
- * it), and streams that really need the result wait for the gate word (GEQ). X is FIFO per comm,
- * so block k's generation also covers every earlier block. Always called on a program-order
+/* Releasing a held block: the internal stream X waits for the last member's ready event (all are on
+ * one stream), runs the members as one NCCL group, records the block's end event and writes the
+ * block's generation into the comm's gate word. Nothing is placed on the caller's stream: the
+ * holding engine (cuda_hold.c) then issues the event records that the job made behind the block (on
+ * X, after it), and streams that really need the result wait for the gate word (GEQ). X is FIFO per
+ * comm, so block k's generation also covers every earlier block. Always called on a program-order
  * point, on the thread that made the calls, inside the preload (prophet_hold_enter). */
 #include <stdlib.h>
 #include <string.h>
@@ -110,11 +110,11 @@ ncclResult_t prophet_release_pending(prophet_comm_t *c)
         prophet_comm_event_put(c, end);
         return prophet_release_fallback(c, "allocating a block record", CUDA_ERROR_OUT_OF_MEMORY);
     }
-    for (uint32_t i = 0; i < b->n; i++) {
-        rc = prophet_cu.StreamWaitEvent(c->gpu.x, b->m[i].ready, 0);
-        if (rc != CUDA_SUCCESS)
-            goto fallback;
-    }
+    /* Every member's ready event was recorded on b->stream, in program order (a call on another
+     * stream releases the block first): the last one completes after all the others, so one wait
+     * covers the block (not one per member). */
+    if ((rc = prophet_cu.StreamWaitEvent(c->gpu.x, b->m[b->n - 1].ready, 0)) != CUDA_SUCCESS)
+        goto fallback;
     if ((rc = prophet_cu.EventRecord(start, c->gpu.x)) != CUDA_SUCCESS)
         goto fallback;
     f->release_us = prophet_now_us();

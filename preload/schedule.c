@@ -161,7 +161,7 @@ static int prophet_observe(prophet_comm_t *c, prophet_call_t *k, int64_t ready_u
  * readiness and duration. */
 static ncclResult_t prophet_observed_call(prophet_comm_t *c, const prophet_call_t *k)
 {
-    prophet_inflight_t *f = malloc(sizeof(*f) + sizeof(f->m[0]));
+    prophet_inflight_t *f = prophet_comm_record_get(c, 1);
     CUevent ready = prophet_comm_event_get(c), end = prophet_comm_event_get(c);
     ncclResult_t nrc;
     CUresult rc = CUDA_SUCCESS;
@@ -171,7 +171,9 @@ static ncclResult_t prophet_observed_call(prophet_comm_t *c, const prophet_call_
     if (!f || !ready || !end || (rc = prophet_cu.EventRecord(ready, k->stream)) != CUDA_SUCCESS) {
         if (rc != CUDA_SUCCESS)
             prophet_comm_fail(c, "cuEventRecord", rc);
-        free(f);
+        if (f)
+            f->n = 0; /* not the record of a call: freed */
+        prophet_comm_record_put(c, f);
         prophet_comm_event_put(c, ready);
         prophet_comm_event_put(c, end);
         return prophet_real_allreduce(c, k);
@@ -181,7 +183,8 @@ static ncclResult_t prophet_observed_call(prophet_comm_t *c, const prophet_call_
     if ((rc = prophet_cu.EventRecord(end, k->stream)) != CUDA_SUCCESS) {
         prophet_comm_fail(c, "cuEventRecord", rc);
         /* the ready event was recorded: keep it out of the pool until it fires (leak is tiny) */
-        free(f);
+        f->n = 0;
+        prophet_comm_record_put(c, f);
         prophet_comm_event_put(c, end);
         return nrc;
     }
@@ -357,7 +360,7 @@ static ncclResult_t prophet_allreduce_in(prophet_comm_t *c, const void *sendbuff
         goto setup_failed;
     /* A comm switched to passthrough by an error of ours keeps observing, so that it keeps
      * taking part in the plan broadcasts that its peers issue (the NCCL sequence stays equal). */
-    if (!in_group && !c->passthrough) {
+    if (!in_group && !c->passthrough && prophet_capture_possible()) {
         if ((rc = prophet_cu.StreamIsCapturing(k.stream, &cap)) != CUDA_SUCCESS) {
             /* capture or not decides whether the call may be held: unknown here alone. NCCL's
              * own enqueue fails the call with ncclUnhandledCudaError in this case. */

@@ -2,11 +2,13 @@
 """The preload's cost, two ways (docs/benchmarks.md, "Overhead").
 
 1. Host nanoseconds added per ncclAllReduce call: build/bin/prophet-bench-overhead (1 rank,
-   emulated NCCL, so the NCCL work itself is trivial) — direct, PROPHET_DISABLE=1, call mode
-   (passthrough, observed), block mode (scheduled).
+   emulated NCCL, so the NCCL work itself is trivial), four columns: direct (no preload),
+   disabled (PROPHET_DISABLE=1), observe (PROPHET_GATE=observe: passed through at once, observed)
+   and hold-scheduled (the default PROPHET_GATE=hold: held, released as blocks).
 2. The preload's CPU time per iteration: the CPU time (user + system, every rank process) of the
-   same emulated job without the preload and with it in call mode, where NCCL does exactly the
-   same work, divided by iterations x ranks. Repeated, medians reported.
+   same emulated job without the preload, with it in observe mode (NCCL does exactly the same
+   work) and in the default hold mode (NCCL runs the same bytes as fewer, grouped launches),
+   divided by iterations x ranks. The three are interleaved run by run; medians reported.
 
   scripts/overhead.py [--build build] [--runs 5] [--ranks 4] [--iters 60] [--profile resnet50]
 """
@@ -58,19 +60,23 @@ def main():
     print(b.stdout.strip() or b.stderr.strip())
 
     lib = os.path.join(a.build, "lib", "libprophet.so")
-    base, call = [], []
+    variants = [("without the preload", {}),
+                ("observe (PROPHET_GATE=observe)", {"LD_PRELOAD": lib, "PROPHET_GATE": "observe"}),
+                ("hold (the default)", {"LD_PRELOAD": lib, "PROPHET_GATE": "hold"})]
+    runs = [[] for _ in variants]
+    calls = 0
     for _ in range(a.runs):
-        u, calls = cpu_run(a, {})
-        base.append(u)
-        u, _ = cpu_run(a, {"LD_PRELOAD": lib, "PROPHET_GATE": "observe"})
-        call.append(u)
-    mb, mc = statistics.median(base), statistics.median(call)
+        for i, (_, env) in enumerate(variants):
+            u, calls = cpu_run(a, env)
+            runs[i].append(u)
+    med = [statistics.median(r) for r in runs]
     print(f"\n2. CPU time per iteration per rank, {a.profile} per-tensor ({calls} calls), {a.ranks} ranks, "
-          f"{a.iters} iterations, median of {a.runs} runs\n")
-    print(f"   without the preload      {mb:9.0f} us  (runs: {', '.join(f'{x:.0f}' for x in base)})")
-    print(f"   with it (call mode)      {mc:9.0f} us  (runs: {', '.join(f'{x:.0f}' for x in call)})")
-    print(f"   the preload's share      {mc - mb:9.0f} us per iteration = {(mc - mb) / calls:.2f} us per call "
-          f"({(mc - mb) / mb * 100:+.1f}%)")
+          f"{a.iters} iterations, median of {a.runs} interleaved runs\n")
+    for (name, _), m, r in zip(variants, med, runs):
+        print(f"   {name:32s} {m:9.0f} us  (runs: {', '.join(f'{x:.0f}' for x in r)})")
+    for (name, _), m in zip(variants[1:], med[1:]):
+        print(f"   the preload's share, {name.split(' ')[0]:7s}    {m - med[0]:9.0f} us per iteration = "
+              f"{(m - med[0]) / calls:.2f} us per call ({(m - med[0]) / med[0] * 100:+.1f}%)")
 
 
 if __name__ == "__main__":

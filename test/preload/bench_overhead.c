@@ -1,12 +1,13 @@
 /* prophet-bench-overhead: host-side nanoseconds the preload adds to one ncclAllReduce call.
  * One rank (nranks = 1) on the emulated cluster, so NCCL's own work is trivial; each iteration
  * issues K calls of different sizes on one stream (timed) and then synchronises (not timed).
- * The parent re-runs itself four times: direct (no preload), PROPHET_DISABLE=1, PROPHET_GATE=observe
- * (observed passthrough) and the default hold mode (scheduled: held, released as blocks), and prints
- * a table (median over iterations of the per-call time; best of ROUNDS runs). It exits 1 unless
- * the hold-mode run really scheduled calls (its summary line: scheduled > 0) and PROPHET_DISABLE=1
- * adds less than DISABLED_BOUND_NS per call to the direct median (a generous bound: a few ns are
- * expected). Usage: prophet-bench-overhead [--iters N] [--preload PATH] */
+ * The parent re-runs itself four times: direct (no preload), PROPHET_DISABLE=1,
+ * PROPHET_GATE=observe (observed passthrough) and the default hold mode (scheduled: held, released
+ * as blocks), and prints a table (median over iterations of the per-call time; best of ROUNDS
+ * runs). It exits 1 unless the hold-mode run really scheduled calls (its summary line: scheduled >
+ * 0) and PROPHET_DISABLE=1 adds less than DISABLED_BOUND_NS per call to the direct median (a
+ * generous bound: a few ns are expected). Usage: prophet-bench-overhead [--iters N] [--preload
+ * PATH] */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <nccl.h>
@@ -160,9 +161,9 @@ int main(int argc, char **argv)
 {
     static const struct variant variants[] = {
         {"direct (no preload)", 0, {NULL}, 0},
-        {"PROPHET_DISABLE=1", 1, {"PROPHET_DISABLE=1", NULL}, 0},
-        {"observe mode (passthrough, observed)", 1, {"PROPHET_GATE=observe", NULL}, 0},
-        {"hold mode (scheduled, the default)", 1, {"PROPHET_DEBUG=INFO", NULL}, 1},
+        {"disabled (PROPHET_DISABLE=1)", 1, {"PROPHET_DISABLE=1", NULL}, 0},
+        {"observe (PROPHET_GATE=observe)", 1, {"PROPHET_GATE=observe", NULL}, 0},
+        {"hold-scheduled (default: held, blocks)", 1, {"PROPHET_DEBUG=INFO", NULL}, 1},
     };
     char self[4096], preload[4096];
     int iters = 2000;
@@ -192,14 +193,14 @@ int main(int argc, char **argv)
     printf("ncclAllReduce host time per call, 1 rank, %d iterations x %d calls (emulated NCCL), "
            "best of %d runs\n",
            iters, K, ROUNDS);
-    printf("%-36s %12s %12s %14s\n", "variant", "median ns", "mean ns", "added (median)");
+    printf("%-40s %12s %12s %14s\n", "variant", "median ns", "mean ns", "added (median)");
     /* ROUNDS interleaved runs of every variant; the best median of each is reported (the
      * machine is shared: the minimum is the figure least disturbed by other work) */
     for (int round = 0; round < ROUNDS; round++) {
         for (size_t i = 0; i < NV; i++) {
             double med = 0, mean = 0;
             if (run_variant(self, preload, iters, &variants[i], &med, &mean) != 0) {
-                printf("%-36s %12s\n", variants[i].name, "failed");
+                printf("%-40s %12s\n", variants[i].name, "failed");
                 return 1;
             }
             if (round == 0 || med < best_med[i]) {
@@ -210,14 +211,14 @@ int main(int argc, char **argv)
     }
     base = best_med[0];
     for (size_t i = 0; i < NV; i++)
-        printf("%-36s %12.0f %12.0f %+14.0f\n", variants[i].name, best_med[i], best_mean[i],
+        printf("%-40s %12.0f %12.0f %+14.0f\n", variants[i].name, best_med[i], best_mean[i],
                best_med[i] - base);
     if (best_med[1] - base >= DISABLED_BOUND_NS) {
         fprintf(stderr, "FAIL: PROPHET_DISABLE=1 adds %.0f ns per call (bound %.0f)\n",
                 best_med[1] - base, DISABLED_BOUND_NS);
         return 1;
     }
-    printf("block mode scheduled calls; PROPHET_DISABLE=1 adds < %.0f ns per call\n",
+    printf("hold mode scheduled calls; PROPHET_DISABLE=1 adds < %.0f ns per call\n",
            DISABLED_BOUND_NS);
     return 0;
 }
