@@ -29,6 +29,7 @@ void prophet_loop_reset(prophet_comm_t *c)
 {
     c->loop.in_force = PROPHET_CAND_NONE;
     c->loop.direct = 0;
+    c->loop.chosen = 0;
     c->loop.iter_start_us = 0;
     c->loop.iter_clean = 0;
     c->loop.iter_cand = PROPHET_CAND_NONE;
@@ -126,6 +127,7 @@ void prophet_loop_installed(prophet_comm_t *c, const prophet_plan_t *plan, uint6
 
     c->loop.in_force = t->phase != PROPHET_TRIAL_OFF ? t->candidate : PROPHET_CAND_NONE;
     c->loop.direct = plan->policy == PROPHET_POLICY_PASSTHROUGH;
+    c->loop.chosen = t->phase == PROPHET_TRIAL_CHOSEN;
     if (t->phase == PROPHET_TRIAL_OFF)
         return;
     if (t->judged != PROPHET_CAND_NONE)

@@ -66,7 +66,7 @@ def parse_args():
     if a.quick:
         a.profiles, a.ranks, a.bandwidths, a.modes = "resnet50", "4", "1Gbit", "per-tensor"
         a.modes, a.policies = "per-tensor,ddp", "default"
-        a.repeat = max(a.repeat, 2)
+        a.repeat = max(a.repeat, 3)
         a.iters, a.warmup = 150, 110  # the 4-rank ResNet-50 loop's first round ends near iteration 95
     return a
 
