@@ -42,7 +42,7 @@ def parse_args():
     ap.add_argument("--profiles", default="resnet50,vgg16,mobilenet_v2,bert_base")
     ap.add_argument("--ranks", default="4,8")
     ap.add_argument("--bandwidths", default="1Gbit,2.5Gbit")
-    ap.add_argument("--modes", default="ddp,per-tensor,horovod")
+    ap.add_argument("--modes", default=None, help="default ddp,per-tensor,horovod (--quick: per-tensor,ddp)")
     ap.add_argument("--policies", default="default,passthrough,fusion,buckets,prophet,optimal",
                     help="columns besides no preload: default (no PROPHET_POLICY) or a PROPHET_POLICY name")
     ap.add_argument("--gate", default="hold", choices=["hold", "observe"])
@@ -65,9 +65,10 @@ def parse_args():
     a = ap.parse_args()
     if a.quick:
         a.profiles, a.ranks, a.bandwidths, a.modes = "resnet50", "4", "1Gbit", "per-tensor"
-        a.modes, a.policies = "per-tensor,ddp", "default"
+        a.modes, a.policies = a.modes or "per-tensor,ddp", "default"
         a.repeat = max(a.repeat, 3)
         a.iters, a.warmup = 150, 110  # the 4-rank ResNet-50 loop's first round ends near iteration 95
+    a.modes = a.modes or "ddp,per-tensor,horovod"
     return a
 
 
@@ -234,7 +235,9 @@ def main():
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f, indent=1)
-    failed = False
+    failed = (a.check_speedup > 0 or a.check_floor > 0) and "default" not in policies
+    if failed:
+        print("bench: FAIL: a check needs the default column (--policies default,...)", file=sys.stderr)
     for r in rows:
         s = r["speedup_vs_none"].get("default")
         bound = a.check_speedup if r["mode"] == "per-tensor" else a.check_floor
