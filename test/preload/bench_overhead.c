@@ -127,10 +127,10 @@ static int run_variant(const char *self, const char *preload, int iters, const s
     }
     close(fd[1]);
     close(efd[1]);
-    n = read(fd[0], out, sizeof(out) - 1);
-    close(fd[0]);
-    /* read stderr to its end, keeping the last part (the summary line comes last): a reader that
-     * stopped early would kill the child with SIGPIPE at its exit-time summary */
+    /* read stderr to its end first, keeping the last part (the summary line comes last): the
+     * child logs while it runs (a plan per trial window) and would block on a full stderr pipe
+     * while this reader waited on stdout; a reader that stopped early would kill the child with
+     * SIGPIPE at its exit-time summary. Its stdout (one short line) fits in the pipe. */
     while ((k = read(efd[0], chunk, sizeof(chunk))) > 0) {
         if (m + k > (ssize_t)sizeof(err) - 1) {
             ssize_t drop = m + k - ((ssize_t)sizeof(err) - 1);
@@ -146,6 +146,8 @@ static int run_variant(const char *self, const char *preload, int iters, const s
     }
     err[m] = '\0';
     close(efd[0]);
+    n = read(fd[0], out, sizeof(out) - 1);
+    close(fd[0]);
     waitpid(p, &st, 0);
     if (n <= 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0 ||
         sscanf(out, "%lf %lf", median, mean) != 2)
