@@ -10,7 +10,15 @@
    work) and in the default hold mode (NCCL runs the same bytes as fewer, grouped launches),
    divided by iterations x ranks. The three are interleaved run by run; medians reported.
 
+3. With --baseline LIB: the same bench's measured child, run N rounds (--pairs, default 40) in
+   the order direct, baseline, observe, disabled, all against this build's emulated driver and
+   NCCL, so that an older libprophet.so is compared with this one on the same machine at the same
+   moment (--baseline-env, default PROPHET_GATE=call: the observe-only mode's older name). Prints
+   each variant's median ns per call and the added figures. Used for issue 15's "no worse than
+   the +382 ns measured on 2026-11-21" (docs/benchmarks.md, Overhead).
+
   scripts/overhead.py [--build build] [--runs 5] [--ranks 4] [--iters 60] [--profile resnet50]
+  scripts/overhead.py --baseline OLD/libprophet.so [--baseline-env K=V] [--pairs 40]
 """
 import argparse
 import json
@@ -45,6 +53,37 @@ def cpu_run(a, extra_env):
     return cpu / (a.iters * a.ranks) * 1e6, calls  # us per iteration per rank
 
 
+def child_ns(a, env_extra):
+    """One run of the bench's measured child: median ns per ncclAllReduce call."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROPHET_") and k != "LD_PRELOAD"}
+    env.update(LD_LIBRARY_PATH=os.path.join(a.build, "lib", "emu"), **env_extra)
+    p = subprocess.run([os.path.join(a.build, "bin", "prophet-bench-overhead"), "--child", "3000"],
+                       env=env, capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        sys.exit(f"overhead: bench child failed ({env_extra}): {p.stderr[-800:]}")
+    return float(p.stdout.split()[0])
+
+
+def compare(a):
+    lib = os.path.join(a.build, "lib", "libprophet.so")
+    benv = dict(kv.split("=", 1) for kv in a.baseline_env)
+    variants = [("direct (no preload)", {}),
+                (f"baseline {a.baseline} {' '.join(a.baseline_env)}", dict(LD_PRELOAD=a.baseline, **benv)),
+                ("observe (PROPHET_GATE=observe)", {"LD_PRELOAD": lib, "PROPHET_GATE": "observe"}),
+                ("disabled (PROPHET_DISABLE=1)", {"LD_PRELOAD": lib, "PROPHET_DISABLE": "1"})]
+    runs = [[] for _ in variants]
+    for _ in range(a.pairs):
+        for i, (_, env) in enumerate(variants):
+            runs[i].append(child_ns(a, env))
+    med = [statistics.median(r) for r in runs]
+    print(f"host ns per ncclAllReduce call, median of {a.pairs} interleaved rounds "
+          f"(each a median over 3000 iterations x 8 calls), this build's emulated driver and NCCL\n")
+    for (name, _), m in zip(variants, med):
+        print(f"   {name:60s} {m:7.0f} ns  added {m - med[0]:+6.0f} ns")
+    lower = sum(n < b for b, n in zip(runs[1], runs[2]))
+    print(f"\n   observe below the baseline in {lower} of {a.pairs} rounds")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -52,7 +91,15 @@ def main():
     ap.add_argument("--ranks", type=int, default=4)
     ap.add_argument("--iters", type=int, default=60)
     ap.add_argument("--profile", default="resnet50")
+    ap.add_argument("--baseline", help="an older libprophet.so to compare with (section 3)")
+    ap.add_argument("--baseline-env", action="append", default=None,
+                    help="K=V for the baseline runs (default PROPHET_GATE=call)")
+    ap.add_argument("--pairs", type=int, default=40)
     a = ap.parse_args()
+    if a.baseline:
+        a.baseline_env = a.baseline_env or ["PROPHET_GATE=call"]
+        compare(a)
+        return
 
     print("1. host time added per ncclAllReduce call (prophet-bench-overhead --iters 3000)\n")
     b = subprocess.run([os.path.join(a.build, "bin", "prophet-bench-overhead"), "--iters", "3000"],

@@ -128,6 +128,7 @@ CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int f
     }
     atomic_fetch_add(&m->refs, 1); /* one for the op, one for the event */
     op->u.mark.mark = m;
+    op->u.mark.timing = !(e->flags & CU_EVENT_DISABLE_TIMING);
     /* Hold the event lock across submit so that concurrent records of one event leave the
      * event pointing at the one queued last. */
     pthread_mutex_lock(&e->lock);

@@ -46,6 +46,12 @@ CUresult cuInit(unsigned int Flags)
         emu_g.ndev = emu_env_int("EMU_CUDA_DEVICES", 1, 0, EMU_MAX_DEVICES);
         emu_g.poll_cap_us = (unsigned)emu_env_int("EMU_CUDA_POLL_US", 200, 20, 100000);
         emu_g.legacy_sync = emu_env_int("EMU_CUDA_LEGACY_SYNC", 1, 0, 1);
+        /* a real driver's host time per record on an idle stream (docs/benchmarks.md, "What the
+         * emulated driver charges"): 2.5 us with timing, a tenth of it without */
+        emu_g.inline_record = emu_env_int("EMU_CUDA_INLINE_RECORD", 1, 0, 1);
+        emu_g.record_ns = (unsigned)emu_env_int("EMU_CUDA_RECORD_NS", 2500, 0, 1000000);
+        emu_g.record_notiming_ns =
+            (unsigned)emu_env_int("EMU_CUDA_RECORD_NOTIMING_NS", 250, 0, 1000000);
         atomic_store_explicit(&emu_g.initialized, 1, memory_order_release);
     }
     pthread_mutex_unlock(&emu_g.lock);

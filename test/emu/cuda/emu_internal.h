@@ -72,7 +72,11 @@ struct emu_global {
     struct CUctx_st *all_ctxs; /* every context ever made (never freed) */
     atomic_ullong next_id;     /* stream, context, capture and buffer ids */
     unsigned poll_cap_us;
-    int legacy_sync; /* EMU_CUDA_LEGACY_SYNC, default 1 */
+    int legacy_sync;    /* EMU_CUDA_LEGACY_SYNC, default 1 */
+    int inline_record;  /* EMU_CUDA_INLINE_RECORD, default 1: a record on an idle stream fires
+                         * in the caller, with no hand-off to the stream thread */
+    unsigned record_ns; /* EMU_CUDA_RECORD_NS: host time of a record on an idle stream */
+    unsigned record_notiming_ns; /* EMU_CUDA_RECORD_NOTIMING_NS: the same, timing disabled */
 };
 extern struct emu_global emu_g;
 
@@ -141,6 +145,7 @@ struct emu_op {
         } launch;
         struct {
             struct emu_mark *mark;
+            int timing; /* a record of an event with timing (EMU_CUDA_RECORD_NS applies) */
         } mark;
         struct {
             struct CUstream_st *stream; /* referenced */

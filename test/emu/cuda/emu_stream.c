@@ -154,14 +154,43 @@ static void emu_ops_free_list(struct emu_op *list)
     }
 }
 
+/* An event record on a stream with nothing queued or running fires at once, in the caller, as a
+ * GPU that is idle writes its timestamp as soon as it reads the record: a real driver never hands
+ * a record to a host thread, and the hand-off (a wake-up and a context switch, 6-8 us here) made
+ * the emulated record dearer than a real one. The caller then spends what a real record costs the
+ * host (EMU_CUDA_RECORD_NS / _NOTIMING_NS, so that the emulator is never cheaper than a GPU). A
+ * record behind queued work is queued: no wake-up is needed then, the thread is busy. */
+static int emu_stream_idle_locked(struct CUstream_st *s)
+{
+    return !s->head && atomic_load_explicit(&s->done, memory_order_acquire) == s->submitted;
+}
+
+static void emu_spin_until(uint64_t t_end)
+{
+    while (emu_now_ns() < t_end) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+}
+
 CUresult emu_stream_submit(struct CUstream_st *s, struct emu_op *op, uint64_t *seq)
 {
     CUresult rc = CUDA_SUCCESS;
-    uint64_t pos = 0;
+    uint64_t pos = 0, t0 = emu_now_ns();
+    int inlined = 0;
     struct emu_op *deps = emu_legacy_deps(s);
     op->next = NULL;
     pthread_mutex_lock(&s->lock);
-    if (s->stopping) {
+    if (op->kind == EMU_OP_RECORD && emu_g.inline_record && !deps && !s->stopping &&
+        s->cap_status == CU_STREAM_CAPTURE_STATUS_NONE && emu_stream_idle_locked(s)) {
+        emu_op_run(op);
+        pos = ++s->submitted;
+        s->user_submitted++;
+        atomic_fetch_add_explicit(&s->executed, 1, memory_order_release);
+        atomic_fetch_add_explicit(&s->done, 1, memory_order_release);
+        inlined = 1;
+    } else if (s->stopping) {
         rc = CUDA_ERROR_INVALID_HANDLE;
     } else if (s->cap_status == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
         struct CUgraph_st *g = s->cap_graph;
@@ -188,6 +217,12 @@ CUresult emu_stream_submit(struct CUstream_st *s, struct emu_op *op, uint64_t *s
     }
     pthread_mutex_unlock(&s->lock);
     emu_ops_free_list(deps);
+    if (inlined) {
+        uint64_t cost = op->u.mark.timing ? emu_g.record_ns : emu_g.record_notiming_ns;
+        emu_op_free(op);
+        emu_notify();
+        emu_spin_until(t0 + cost);
+    }
     if (seq)
         *seq = pos;
     return rc;
