@@ -113,6 +113,12 @@ int prophet_loop_plan(prophet_comm_t *c, const prophet_planner_opts_t *po,
         n = prophet_loop_candidates(po, prof, net, cands);
         if (n == 0 || prophet_trials_begin(c->loop.trials, cands, n) != 0)
             return prophet_plan_make(po, prof, net, out);
+        if (c->loop.trials->n_skipped)
+            prophet_msg(PROPHET_LOG_INFO,
+                        "comm %lu: trial round %u: %u candidate(s) left out (more than %.0f%% "
+                        "slower than the kept one in the last round)",
+                        (unsigned long)c->id, c->loop.trials->round, c->loop.trials->n_skipped,
+                        100 * PROPHET_TRIAL_NEAR);
     }
     prophet_trials_decide(c->loop.trials, &d);
     if ((err = prophet_cand_plan(d.candidate, po, prof, net, out)) != 0)

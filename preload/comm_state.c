@@ -182,13 +182,14 @@ void prophet_comm_summary(prophet_comm_t *c)
     c->summary_done = 1;
     prophet_msg(PROPHET_LOG_INFO,
                 "summary comm %lu rank %d/%d: calls=%lu scheduled=%lu passthrough=%lu blocks=%lu "
-                "blocks>1=%lu mean_members=%.2f plans=%lu plan_rejects=%lu stall_warnings=%lu",
+                "blocks>1=%lu mean_members=%.2f plans=%lu plan_rejects=%lu stall_warnings=%lu "
+                "observed=%lu",
                 (unsigned long)c->id, c->rank, c->nranks, (unsigned long)s->calls,
                 (unsigned long)s->scheduled, (unsigned long)s->passthrough,
                 (unsigned long)s->blocks, (unsigned long)s->blocks_multi,
                 s->blocks ? (double)s->block_members / (double)s->blocks : 0.0,
                 (unsigned long)s->plans, (unsigned long)s->plan_rejects,
-                (unsigned long)s->stall_warnings);
+                (unsigned long)s->stall_warnings, (unsigned long)s->observed);
 }
 
 /* A destroyed comm: once its last block completed, X and the pooled events go. The host memory

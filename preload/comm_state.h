@@ -109,6 +109,12 @@ typedef struct prophet_comm_order {
     uint64_t seq_hash_last;
     uint32_t seq_n_last;
     prophet_call_sig_t *seq; /* PROPHET_MAX_CALLS */
+    /* since the last agreed plan (schedule.c, "unsettled"): calls the learner saw while it
+     * searched for the iteration, lock breaks, and once unsettled, calls that were not held */
+    uint32_t unplanned_search;
+    uint32_t unplanned_relearns;
+    int unsettled;
+    uint64_t unsettled_calls;
 } prophet_comm_order_t;
 
 /* Calls held and launched: schedule.c adds to the pending block, release.c launches it and hands
@@ -143,6 +149,7 @@ typedef struct prophet_stats {
     uint64_t plan_rejects;
     uint64_t stall_warnings;
     uint64_t passthrough; /* calls passed through (every call in call mode) */
+    uint64_t observed;    /* calls passed through between events of ours (observed) */
 } prophet_stats_t;
 
 typedef struct prophet_comm {

@@ -18,6 +18,11 @@
 #include "prophet/bw.h"
 
 #define PROPHET_POLL_US 500
+/* Nothing in flight and nothing held on any comm (a passthrough plan, an unsettled comm between
+ * its sampled runs): the thread wakes this rarely. Event instants are read from the events
+ * themselves, so a record found late loses nothing; what is delayed is only when its events go
+ * back to the pool. Below prophet_poller_stop()'s 50 ms wait for the thread to leave. */
+#define PROPHET_POLL_IDLE_US 20000
 #define PROPHET_BW_POLL_US 100000
 
 static pthread_t prophet_poller_thread;
@@ -157,13 +162,14 @@ static void prophet_poll_bw(int64_t now, int64_t *next)
 
 static void *prophet_poller_main(void *arg)
 {
-    struct timespec ts = {0, PROPHET_POLL_US * 1000};
+    struct timespec ts = {0, 0};
     int64_t next_bw = 0;
 
     (void)arg;
     prophet_hold_enter(); /* this thread runs only the preload's own CUDA calls */
     while (atomic_load(&prophet_poller_run)) {
         int64_t now = prophet_now_us();
+        int busy = 0;
         for (prophet_comm_t *c = prophet_comm_list(); c; c = c->next_all) {
             pthread_mutex_lock(&c->lock);
             if (c->setup > 0 && c->gpu.ctx && c->gpu.x) {
@@ -174,9 +180,11 @@ static void *prophet_poller_main(void *arg)
                 else
                     prophet_comm_gpu_release(c);
             }
+            busy |= c->blocks.inflight_head != NULL || c->blocks.pending.n > 0;
             pthread_mutex_unlock(&c->lock);
         }
         prophet_poll_bw(now, &next_bw);
+        ts.tv_nsec = (busy ? PROPHET_POLL_US : PROPHET_POLL_IDLE_US) * 1000L;
         nanosleep(&ts, NULL);
     }
     atomic_store(&prophet_poller_exited, 1);

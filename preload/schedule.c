@@ -156,6 +156,52 @@ static int prophet_observe(prophet_comm_t *c, prophet_call_t *k, int64_t ready_u
     return flags;
 }
 
+/* Unsettled bookkeeping (schedule.h), hold mode, after the learner saw the call: program-order
+ * data only (the same on every rank, though it changes nothing that reaches NCCL). */
+static void prophet_unsettled_step(prophet_comm_t *c, const prophet_call_t *k, int flags)
+{
+    prophet_comm_order_t *o = &c->order;
+
+    if (prophet_cfg.gate != PROPHET_GATE_HOLD)
+        return;
+    if (c->agree.have_plan) {
+        if (o->unsettled)
+            prophet_msg(PROPHET_LOG_INFO,
+                        "comm %lu iteration %lu: a plan is agreed; observing "
+                        "every call again until it is in force",
+                        (unsigned long)c->id, (unsigned long)k->iteration);
+        o->unplanned_search = o->unplanned_relearns = 0;
+        o->unsettled = 0;
+        return;
+    }
+    if (o->unsettled)
+        return;
+    if (k->index == UINT32_MAX)
+        o->unplanned_search++;
+    if (flags >= 0 && (flags & PROPHET_LEARN_RELEARN))
+        o->unplanned_relearns++;
+    if (o->unplanned_search < PROPHET_UNSETTLED_SEARCH &&
+        o->unplanned_relearns < PROPHET_UNSETTLED_RELEARNS)
+        return;
+    o->unsettled = 1;
+    o->unsettled_calls = 0;
+    prophet_msg(PROPHET_LOG_INFO,
+                "comm %lu: no plan after %u calls searched for the iteration and %u lock breaks; "
+                "observing %d calls in %d",
+                (unsigned long)c->id, o->unplanned_search, o->unplanned_relearns, PROPHET_BLOCK_MAX,
+                PROPHET_BLOCK_MAX * PROPHET_SAMPLE_EVERY);
+}
+
+/* A call that is not held: observed, or (unsettled, outside the sampled runs) straight to NCCL. */
+static int prophet_unsettled_skip(prophet_comm_t *c)
+{
+    prophet_comm_order_t *o = &c->order;
+
+    if (!o->unsettled || prophet_cfg.gate != PROPHET_GATE_HOLD)
+        return 0;
+    return (o->unsettled_calls++ / PROPHET_BLOCK_MAX) % PROPHET_SAMPLE_EVERY != 0;
+}
+
 /* Observed passthrough (observe mode, or hold mode while the iteration is unknown): the call runs
  * on the caller's stream between a ready event and an end event that the poller turns into
  * readiness and duration. */
@@ -167,6 +213,7 @@ static ncclResult_t prophet_observed_call(prophet_comm_t *c, const prophet_call_
     CUresult rc = CUDA_SUCCESS;
 
     c->stats.passthrough++;
+    c->stats.observed++;
     prophet_hold_work_own(k->stream, 0); /* real work of the job on the stream */
     if (!f || !ready || !end || (rc = prophet_cu.EventRecord(ready, k->stream)) != CUDA_SUCCESS) {
         if (rc != CUDA_SUCCESS)
@@ -380,6 +427,7 @@ static ncclResult_t prophet_allreduce_in(prophet_comm_t *c, const void *sendbuff
         }
     }
     flags = prophet_observe(c, &k, in_group ? k.arrival_us : -1);
+    prophet_unsettled_step(c, &k, flags);
     if (in_group) {
         /* inside the user's group: it joins that group, untouched (pending blocks were
          * released at the outermost ncclGroupStart) */
@@ -409,6 +457,8 @@ static ncclResult_t prophet_allreduce_in(prophet_comm_t *c, const void *sendbuff
         goto passthrough;
     if (prophet_cfg.gate != PROPHET_GATE_HOLD || k.index == UINT32_MAX || flags < 0 ||
         !prophet_holding(c)) {
+        if (prophet_unsettled_skip(c))
+            goto passthrough;
         nrc = prophet_observed_call(c, &k);
         pthread_mutex_unlock(&c->lock);
         return nrc;

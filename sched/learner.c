@@ -56,6 +56,8 @@ typedef struct hist_ent {
 struct prophet_learner {
     uint32_t learn_iters, maxc, hn, w;
     hist_ent_t *hist; /* ring of hn entries, indexed by absolute position */
+    uint64_t *key;    /* the same ring's signature keys alone: the search reads up to max_calls
+                       * of them per call, contiguous (8 bytes each, not a whole entry) */
     uint64_t pos, total_bytes;
     uint32_t *m; /* m[P], P = 1..maxc */
     /* lock */
@@ -128,13 +130,15 @@ prophet_learner_t *prophet_learner_new(const prophet_learner_opts_t *opts)
         l->w = MAX_WINDOW;
     big = l->w > l->maxc ? l->w : l->maxc;
     l->hist = calloc(l->hn, sizeof(*l->hist));
+    l->key = calloc(l->hn, sizeof(*l->key));
     l->m = calloc(l->maxc + 1, sizeof(*l->m));
     l->win = calloc((size_t)l->w * l->maxc, sizeof(*l->win));
     l->profile = calloc(1, sizeof(*l->profile));
     l->tmpl = calloc(l->maxc, sizeof(*l->tmpl));
     l->scratch = calloc(big, sizeof(double));
     l->scratch2 = calloc(big, sizeof(double));
-    if (!l->hist || !l->m || !l->win || !l->profile || !l->tmpl || !l->scratch || !l->scratch2) {
+    if (!l->hist || !l->key || !l->m || !l->win || !l->profile || !l->tmpl || !l->scratch ||
+        !l->scratch2) {
         prophet_learner_free(l);
         return NULL;
     }
@@ -146,6 +150,7 @@ void prophet_learner_free(prophet_learner_t *l)
     if (!l)
         return;
     free(l->hist);
+    free(l->key);
     free(l->m);
     free(l->win);
     free(l->profile);
@@ -311,14 +316,14 @@ static void update_runs(prophet_learner_t *l)
 {
     uint64_t t = l->pos - 1, lo = oldest(l);
     uint32_t base = (uint32_t)(t % l->hn), P, lim = l->maxc;
-    uint64_t h = l->hist[base].h;
+    uint64_t h = l->key[base];
 
     if (t - lo < lim) /* only periods with a partner in the history */
         lim = (uint32_t)(t - lo);
     for (P = 1; P <= lim; P++) { /* hot while searching: no division per period */
         uint32_t k = base >= P ? base - P : base + l->hn - P;
 
-        l->m[P] = l->hist[k].h == h ? l->m[P] + 1 : 0;
+        l->m[P] = l->key[k] == h ? l->m[P] + 1 : 0;
     }
     /* m[P] for longer periods stays 0: nothing set it since recompute_runs() or creation. */
 }
@@ -454,6 +459,7 @@ int prophet_learner_observe(prophet_learner_t *l, const prophet_call_sig_t *sig,
     t = l->pos;
     e = H(l, t);
     e->h = sig_key(sig);
+    l->key[t % l->hn] = e->h;
     e->sig = *sig;
     e->cum = l->total_bytes;
     e->ready = ready_us;

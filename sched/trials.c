@@ -65,17 +65,30 @@ int prophet_plan_same_blocks(const prophet_plan_t *a, const prophet_plan_t *b)
            memcmp(a->block_first, b->block_first, sizeof(a->block_first[0]) * a->n_blocks) == 0;
 }
 
-uint32_t prophet_trials_choose(const double *fig, const uint32_t *nfig, uint32_t n, double tie)
+/* Standard error of a figure from its samples' MAD (a normal sigma is 1.4826 MAD). */
+static double figure_se(const double *mad, const uint32_t *nfig, uint32_t c)
 {
+    double sigma = mad && mad[c] > 0 ? 1.4826 * mad[c] : 0;
+
+    return nfig[c] > 0 ? sigma / sqrt((double)nfig[c]) : 0;
+}
+
+uint32_t prophet_trials_choose(const double *fig, const double *mad, const uint32_t *nfig,
+                               uint32_t n, double tie)
+{
+    const uint32_t pt = PROPHET_CAND_PASSTHROUGH;
     uint32_t best = PROPHET_CAND_NONE;
+    double se_b, se_p;
 
     for (uint32_t c = 0; c < n; c++)
         if (nfig[c] > 0 && fig[c] >= 0 && (best == PROPHET_CAND_NONE || fig[c] < fig[best]))
             best = c;
-    if (best != PROPHET_CAND_NONE && PROPHET_CAND_PASSTHROUGH < n &&
-        nfig[PROPHET_CAND_PASSTHROUGH] > 0 && fig[PROPHET_CAND_PASSTHROUGH] >= 0 &&
-        fig[PROPHET_CAND_PASSTHROUGH] <= fig[best] * (1 + tie))
-        best = PROPHET_CAND_PASSTHROUGH;
+    if (best == PROPHET_CAND_NONE || pt >= n || nfig[pt] == 0 || fig[pt] < 0)
+        return best;
+    se_b = figure_se(mad, nfig, best);
+    se_p = figure_se(mad, nfig, pt);
+    if (fig[pt] <= fig[best] * (1 + tie) + PROPHET_TRIAL_NOISE_Z * sqrt(se_b * se_b + se_p * se_p))
+        best = pt;
     return best;
 }
 
@@ -85,8 +98,10 @@ void prophet_trials_init(prophet_trials_t *t)
     t->phase = PROPHET_TRIAL_OFF;
     t->current = t->chosen = PROPHET_CAND_NONE;
     t->ref_probe = -1;
-    for (uint32_t c = 0; c < PROPHET_CAND_COUNT; c++)
+    for (uint32_t c = 0; c < PROPHET_CAND_COUNT; c++) {
         t->fig[c] = t->fig_probe[c] = -1;
+        t->fig_mad[c] = 0;
+    }
 }
 
 int prophet_trials_wants_round(const prophet_trials_t *t)
@@ -94,20 +109,44 @@ int prophet_trials_wants_round(const prophet_trials_t *t)
     return t->phase == PROPHET_TRIAL_OFF || t->restart;
 }
 
+/* Whether a round restarted by a drift of the iteration time alone tries candidate c again. */
+static int worth_again(const prophet_trials_t *t, uint32_t c)
+{
+    double kept = t->chosen < PROPHET_CAND_COUNT ? t->fig[t->chosen] : -1;
+
+    if (c == t->chosen || c == PROPHET_CAND_PASSTHROUGH || !(kept > 0))
+        return 1;
+    if (t->nfig[c] == 0 || t->fig[c] < 0) /* not measured: left out before, or never judged */
+        return !(t->far_mask & (1u << c));
+    return t->fig[c] <= kept * (1 + PROPHET_TRIAL_NEAR);
+}
+
 int prophet_trials_begin(prophet_trials_t *t, const uint32_t *cands, uint32_t n)
 {
-    uint32_t round = t->round;
+    uint32_t round = t->round, order[PROPHET_CAND_COUNT], m = 0, far = 0;
+    int narrow = t->phase == PROPHET_TRIAL_CHOSEN && t->restart && t->time_only;
 
     if (!cands || n == 0 || n > PROPHET_CAND_COUNT)
         return -EINVAL;
-    for (uint32_t i = 0; i < n; i++)
+    for (uint32_t i = 0; i < n; i++) {
         if (cands[i] >= PROPHET_CAND_COUNT)
             return -EINVAL;
+        if (!narrow || worth_again(t, cands[i]))
+            order[m++] = cands[i];
+        else
+            far |= 1u << cands[i];
+    }
+    if (m == 0) { /* only candidates far from the kept one: all of them */
+        memcpy(order, cands, sizeof(cands[0]) * (m = n));
+        far = 0;
+    }
     prophet_trials_init(t);
     t->round = round + 1;
     t->phase = PROPHET_TRIAL_RUNNING;
-    memcpy(t->order, cands, sizeof(cands[0]) * n);
-    t->n_order = n;
+    memcpy(t->order, order, sizeof(order[0]) * m);
+    t->n_order = m;
+    t->n_skipped = n - m;
+    t->far_mask = far;
     /* the first decide() of the round puts order[0] in force */
     return 0;
 }
@@ -133,7 +172,7 @@ static int drifted(double now, double ref, double limit)
 
 /* Which signal is off its baseline now (NULL: none). Baselines are taken from the first
  * PROPHET_TRIAL_DRIFT_RECENT samples under the kept plan. */
-static const char *drift_now(prophet_trials_t *t, double backward_us)
+static const char *drift_now(prophet_trials_t *t, double backward_us, int *time_only)
 {
     uint32_t k = PROPHET_TRIAL_DRIFT_RECENT;
     const char *why = NULL;
@@ -143,6 +182,7 @@ static const char *drift_now(prophet_trials_t *t, double backward_us)
     else if (t->n_recent > k &&
              drifted(median_of(t->recent, k), t->base_us, PROPHET_TRIAL_DRIFT_TIME))
         why = "iteration time";
+    *time_only = why != NULL;
     if (t->n_recent_probe == k && !(t->ref_probe > 0))
         t->ref_probe = median_of(t->recent_probe, k);
     else if (t->n_recent_probe > k &&
@@ -152,6 +192,8 @@ static const char *drift_now(prophet_trials_t *t, double backward_us)
         t->ref_backward = backward_us;
     else if (drifted(backward_us, t->ref_backward, PROPHET_TRIAL_DRIFT_PROFILE))
         why = "profile";
+    if (why && strcmp(why, "iteration time") != 0)
+        *time_only = 0;
     return why;
 }
 
@@ -159,8 +201,11 @@ static const char *drift_now(prophet_trials_t *t, double backward_us)
  * not restart the trials; a link that changed speed does). */
 static void drift_check(prophet_trials_t *t, double backward_us)
 {
-    const char *why = drift_now(t, backward_us);
+    int time_only = 0;
+    const char *why = drift_now(t, backward_us, &time_only);
 
+    /* one sample off by the throughput or the profile makes the whole run's restart a full one */
+    t->time_only = t->drift_run ? t->time_only && time_only : time_only;
     t->drift_run = why ? t->drift_run + 1 : 0;
     if (why && t->drift_run >= PROPHET_TRIAL_DRIFT_LASTS) {
         t->restart = 1;
@@ -197,8 +242,11 @@ static int close_window(prophet_trials_t *t, prophet_plan_trial_t *out)
     if (t->n_win < PROPHET_TRIAL_MIN_SAMPLES && t->windows < PROPHET_TRIAL_MAX_WINDOWS)
         return 0; /* one more window, samples kept */
     if (t->n_win > 0) {
+        double tmp[PROPHET_TRIAL_SAMPLES_MAX];
         t->fig[c] = median_of(t->win, t->n_win);
         t->nfig[c] = t->n_win;
+        memcpy(tmp, t->win, sizeof(tmp[0]) * t->n_win);
+        t->fig_mad[c] = prophet_mad(tmp, t->n_win, t->fig[c]);
         out->judged = c;
         out->judged_samples = t->n_win;
         out->judged_us = (uint32_t)(t->fig[c] + 0.5);
@@ -225,8 +273,8 @@ void prophet_trials_decide(prophet_trials_t *t, prophet_plan_trial_t *out)
         } else if (close_window(t, out) && ++t->pos < t->n_order) {
             t->current = t->order[t->pos];
         } else if (t->pos >= t->n_order) {
-            t->chosen =
-                prophet_trials_choose(t->fig, t->nfig, PROPHET_CAND_COUNT, PROPHET_TRIAL_TIE);
+            t->chosen = prophet_trials_choose(t->fig, t->fig_mad, t->nfig, PROPHET_CAND_COUNT,
+                                              PROPHET_TRIAL_TIE);
             if (t->chosen == PROPHET_CAND_NONE)
                 t->chosen = PROPHET_CAND_PASSTHROUGH; /* nothing measured: hold nothing */
             t->chosen_us = t->fig[t->chosen];

@@ -203,13 +203,20 @@ typedef enum prophet_cand {
  * to K + PROPHET_TRIAL_WINDOW + 2; the iterations K + 2 .. K + WINDOW - 1 that are clean (no
  * broadcast, no measurement iteration) are its samples, their median its figure. */
 #define PROPHET_TRIAL_WINDOW 6
-#define PROPHET_TRIAL_MIN_SAMPLES 3    /* fewer: the candidate gets one more window */
-#define PROPHET_TRIAL_MAX_WINDOWS 2    /* ... at most; then judged on what it has (none: skipped) */
-#define PROPHET_TRIAL_TIE 0.02         /* passthrough is kept unless beaten by more than 2% */
-#define PROPHET_TRIAL_CHECK_EVERY 10   /* iterations between agreements once a choice is made */
-#define PROPHET_TRIAL_DRIFT_RECENT 5   /* samples in the baseline and in the median compared */
-#define PROPHET_TRIAL_DRIFT_TIME 0.25  /* |median - baseline| / baseline: restarts trials */
-#define PROPHET_TRIAL_DRIFT_PROBE 0.30 /* relative change of the eBPF throughput that does */
+#define PROPHET_TRIAL_MIN_SAMPLES 3 /* fewer: the candidate gets one more window */
+#define PROPHET_TRIAL_MAX_WINDOWS 2 /* ... at most; then judged on what it has (none: skipped) */
+#define PROPHET_TRIAL_TIE 0.02      /* passthrough is kept unless beaten by more than 2% */
+/* ... and by more than the noise: PROPHET_TRIAL_NOISE_Z standard errors of the difference of the
+ * two figures, each estimated from its window's samples (1.4826 x MAD / sqrt(samples)) */
+#define PROPHET_TRIAL_NOISE_Z 2.0
+/* A round restarted by a drift of the iteration time alone tries only the kept candidate,
+ * passthrough and the candidates whose figure in the last round was within this fraction of the
+ * kept one's (a drift of the eBPF throughput or of the profile: every candidate again) */
+#define PROPHET_TRIAL_NEAR 0.10
+#define PROPHET_TRIAL_CHECK_EVERY 10     /* iterations between agreements once a choice is made */
+#define PROPHET_TRIAL_DRIFT_RECENT 5     /* samples in the baseline and in the median compared */
+#define PROPHET_TRIAL_DRIFT_TIME 0.25    /* |median - baseline| / baseline: restarts trials */
+#define PROPHET_TRIAL_DRIFT_PROBE 0.30   /* relative change of the eBPF throughput that does */
 #define PROPHET_TRIAL_DRIFT_PROFILE 0.25 /* relative change of the profile's backward span */
 #define PROPHET_TRIAL_SAMPLES_MAX 32
 #define PROPHET_TRIAL_DRIFT_LASTS 10 /* consecutive samples off a baseline that restart */
@@ -231,6 +238,7 @@ typedef struct prophet_trials {
     uint32_t windows;                                 /* windows the current candidate had */
     double fig[PROPHET_CAND_COUNT];                   /* median iteration time, < 0 untried */
     uint32_t nfig[PROPHET_CAND_COUNT];
+    double fig_mad[PROPHET_CAND_COUNT];   /* MAD of the samples behind fig */
     double fig_probe[PROPHET_CAND_COUNT]; /* median eBPF throughput in its window, < 0 none */
     double win[PROPHET_TRIAL_SAMPLES_MAX], win_probe[PROPHET_TRIAL_SAMPLES_MAX];
     uint32_t n_win, n_win_probe;
@@ -243,6 +251,9 @@ typedef struct prophet_trials {
     uint32_t n_recent, n_recent_probe;
     int restart;        /* a drift was seen: the next agreement begins a new round */
     const char *reason; /* what drifted (static string) */
+    int time_only;      /* the restart's drift was the iteration time's alone */
+    uint32_t n_skipped; /* candidates the current round left out (a narrowed restart) */
+    uint32_t far_mask;  /* bit c: left out of the current round (kept out of the next narrowed) */
 } prophet_trials_t;
 
 const char *prophet_cand_name(uint32_t cand); /* "optimal", ..., "none" */
@@ -254,13 +265,18 @@ int prophet_cand_plan(uint32_t cand, const prophet_planner_opts_t *opts,
 int prophet_plan_same_blocks(const prophet_plan_t *a, const prophet_plan_t *b);
 /* The candidate kept from measured figures (fig[c] < 0 or nfig[c] == 0: not measured): the
  * lowest figure, lower index on equal figures; but passthrough whenever its figure is within
- * `tie` of that (holding costs the host something, holding nothing costs nothing).
- * PROPHET_CAND_NONE when nothing was measured. */
-uint32_t prophet_trials_choose(const double *fig, const uint32_t *nfig, uint32_t n, double tie);
+ * `tie` of that plus PROPHET_TRIAL_NOISE_Z standard errors of the difference, from mad[] (the
+ * samples' MAD; NULL: no noise) and nfig[] (holding costs the host something, holding nothing
+ * costs nothing, and a gain the noise can explain is no gain). PROPHET_CAND_NONE when nothing
+ * was measured. */
+uint32_t prophet_trials_choose(const double *fig, const double *mad, const uint32_t *nfig,
+                               uint32_t n, double tie);
 void prophet_trials_init(prophet_trials_t *t);
 /* 1 when the next agreement must begin a round (none yet, or a drift was seen). */
 int prophet_trials_wants_round(const prophet_trials_t *t);
-/* Begins a round over cands (distinct, in trial order; n >= 1). */
+/* Begins a round over cands (distinct, in trial order; n >= 1). A round restarted by a drift of
+ * the iteration time alone keeps only the last round's kept candidate, passthrough, those within
+ * PROPHET_TRIAL_NEAR of the kept figure and those it did not measure (order kept). */
 int prophet_trials_begin(prophet_trials_t *t, const uint32_t *cands, uint32_t n);
 /* One clean iteration time of candidate `in_force` (the candidate whose plan ran it), with the
  * eBPF throughput then (< 0: none) and the profile's backward span (<= 0: unknown). In a round,

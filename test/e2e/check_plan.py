@@ -33,6 +33,7 @@ MEASURE_EVERY = 8  # PROPHET_MEASURE_EVERY
 SAMPLE_EVERY = 32  # PROPHET_SAMPLE_EVERY (preload/closed_loop.h): measurement under passthrough
 BLOCK_MAX = 64  # PROPHET_BLOCK_MAX
 TIE = 0.02  # PROPHET_TRIAL_TIE (include/prophet/sched.h)
+NOISE_Z = 2.0  # PROPHET_TRIAL_NOISE_Z
 CANDIDATES = ["optimal", "passthrough", "prophet", "fusion", "buckets", "optimal-alpha4",
               "optimal-bw2"]  # PROPHET_CAND_* in order
 ROUND_BOUND = len(CANDIDATES) * 2 * 6 + 2  # PROPHET_TRIAL_ROUND_BOUND
@@ -55,11 +56,25 @@ def median(v):
     return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
 
 
-def choose(figs):
-    """The kept candidate from {candidate: figure} (sched/trials.c, prophet_trials_choose)."""
+def figure_se(samples):
+    """A figure's standard error from its samples: 1.4826 x MAD / sqrt(n) (sched/trials.c)."""
+    m = median(samples)
+    return 1.4826 * median([abs(x - m) for x in samples]) / len(samples) ** 0.5
+
+
+def choose(figs, spread):
+    """The kept candidate from {candidate: figure} (sched/trials.c, prophet_trials_choose):
+    passthrough within TIE plus NOISE_Z standard errors of the difference (spread: {candidate:
+    standard error}, None where the log does not show every sample)."""
     best = min(figs, key=lambda c: (figs[c], CANDIDATES.index(c)))
-    if "passthrough" in figs and figs["passthrough"] <= figs[best] * (1 + TIE):
-        best = "passthrough"
+    if "passthrough" not in figs or best == "passthrough":
+        return best
+    se_b, se_p = spread.get(best), spread.get("passthrough")
+    noise = NOISE_Z * ((se_b or 0) ** 2 + (se_p or 0) ** 2) ** 0.5
+    if figs["passthrough"] <= figs[best] * (1 + TIE) + noise:
+        return "passthrough"
+    if se_b is None or se_p is None:
+        return (best, "passthrough")  # either, by noise the log cannot show
     return best
 
 
@@ -90,6 +105,7 @@ def check_trials(d):
         return f[-1] if f else None
 
     samples, current, figs, rounds, checked, round_start = [], None, {}, 0, 0, None
+    spread = {}
     for j, p in enumerate(loop):
         t = p["trial"]
         k = p["from_iteration"] - 2  # the agreement that made it
@@ -115,18 +131,21 @@ def check_trials(d):
                          "(%s)" % (p["version"], current, jd["median_us"], m, samples))
                 checked += 1
             figs[current] = jd["median_us"]
+            spread[current] = (figure_se(samples) if samples and
+                               all(s is not None for s in samples) else None)
             samples = []
         elif (current != t["candidate"] or t["phase"] == "chosen" or
               loop[j - 1]["trial"]["phase"] != "trial" or loop[j - 1]["trial"]["round"] != t["round"]):
             samples = []  # a new candidate, a new round (trials.c: begin) or the choice
         if t["phase"] == "trial" and (j == 0 or loop[j - 1]["trial"]["round"] != t["round"]):
-            figs, round_start = {}, k
+            figs, spread, round_start = {}, {}, k
         if t["phase"] == "chosen" and (j == 0 or loop[j - 1]["trial"]["phase"] == "trial"):
             if not figs:
                 fail("rank 0: plan v%d chose %s with no figure" % (p["version"], t["candidate"]))
-            if choose(figs) != t["candidate"]:
-                fail("rank 0: round %d chose %s, the figures %s make it %s" %
-                     (t["round"], t["candidate"], figs, choose(figs)))
+            want = choose(figs, spread)
+            if t["candidate"] not in (want if isinstance(want, tuple) else (want,)):
+                fail("rank 0: round %d chose %s, the figures %s (standard errors %s) make it %s"
+                     % (t["round"], t["candidate"], figs, spread, want))
             if t["chosen_us"] != figs[t["candidate"]]:
                 fail("rank 0: round %d kept %s at %s us, its figure was %d us" %
                      (t["round"], t["candidate"], t["chosen_us"], figs[t["candidate"]]))

@@ -10,6 +10,7 @@
 #           | observed (every rank's summary counts calls and at least one agreed plan)
 #           | passthrough (every rank's summary: calls=N passthrough=N scheduled=0, N > 0 and the
 #             same N on every rank: each call observed and handed to NCCL at once, none held)
+#           | sampled (every rank's summary: observed < calls / 2, the rest passed straight to NCCL)
 #           | warn:REGEX (a 'prophet: WARN' line matching REGEX)
 #           | info:REGEX (a 'prophet: INFO' line matching REGEX)
 #   PLAN    the plan check shared by every e2e test (check_plan.py on the run's PROPHET_LOG):
@@ -110,6 +111,15 @@ passthrough)
     rm -f "$out.s"
     [ "$(grep -c "prophet: INFO summary comm" "$out")" -eq "$ranks" ] && [ "$bad" -eq 0 ] ||
         fail "not every rank passed all of the same $n calls through unheld"
+    grep "prophet: INFO summary comm" "$out" | head -n 1 ;;
+sampled)
+    # a comm that agrees no plan observes only sampled runs once unsettled (schedule.h): on every
+    # rank, fewer than half of the calls went through events of ours, the rest straight to NCCL
+    [ "$summaries" -eq "$ranks" ] || fail "$summaries summary lines for $ranks ranks"
+    bad=$(grep "prophet: INFO summary comm" "$out" |
+        sed -n 's/.* calls=\([0-9]*\) .* observed=\([0-9]*\).*/\1 \2/p' |
+        awk '$1 == 0 || 2 * $2 >= $1' | wc -l)
+    [ "$bad" -eq 0 ] || fail "$bad rank(s) observed half of their calls or more (summary: observed)"
     grep "prophet: INFO summary comm" "$out" | head -n 1 ;;
 warn:*)
     re=${check#warn:}
