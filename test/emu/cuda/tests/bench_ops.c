@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "emu_cuda.h"
 
@@ -32,14 +31,6 @@ enum bench_case { REC_IDLE, REC_BUSY, REC_NOTIMING, WAIT_EVENT, LAUNCH, NCASES }
 
 static const char *const case_name[NCASES] = {"record-idle", "record-busy", "record-notiming",
                                               "wait-event", "launch"};
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static int cmp_i64(const void *a, const void *b)
 {
@@ -73,7 +64,7 @@ static int64_t time_one(enum bench_case c, CUstream a, CUstream b, CUfunction fn
         CK(emuLaunchKernel(a, 200000, nothing, NULL)); /* 200 us: still running when timed */
     if (c == WAIT_EVENT)
         CK(cuEventRecord(e, a));
-    t0 = now_ns();
+    t0 = (int64_t)emuNowNs();
     switch (c) {
     case WAIT_EVENT:
         CK(cuStreamWaitEvent(b, e, 0));
@@ -85,7 +76,7 @@ static int64_t time_one(enum bench_case c, CUstream a, CUstream b, CUfunction fn
         CK(cuEventRecord(e, a));
         break;
     }
-    t1 = now_ns();
+    t1 = (int64_t)emuNowNs();
     CK(cuStreamSynchronize(a));
     CK(cuStreamSynchronize(b));
     CK(cuEventDestroy(e));
