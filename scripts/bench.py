@@ -64,7 +64,7 @@ def parse_args():
                          "in every row of another mode (a pattern it cannot help: DDP, Horovod)")
     a = ap.parse_args()
     if a.quick:
-        a.profiles, a.ranks, a.bandwidths, a.modes = "resnet50", "4", "1Gbit", "per-tensor"
+        a.profiles, a.ranks, a.bandwidths = "resnet50", "4", "1Gbit"
         a.modes, a.policies = a.modes or "per-tensor,ddp", "default"
         a.repeat = max(a.repeat, 3)
         a.iters, a.warmup = 150, 110  # the 4-rank ResNet-50 loop's first round ends near iteration 95
@@ -238,6 +238,13 @@ def main():
     failed = (a.check_speedup > 0 or a.check_floor > 0) and "default" not in policies
     if failed:
         print("bench: FAIL: a check needs the default column (--policies default,...)", file=sys.stderr)
+    # a check that no row is subject to is a failure, not a silent pass
+    helped = [r for r in rows if r["mode"] == "per-tensor"]
+    for bound, subject, what in ((a.check_speedup, helped, "per-tensor"),
+                                 (a.check_floor, [r for r in rows if r not in helped], "other-mode")):
+        if bound > 0 and not subject:
+            print(f"bench: FAIL: a check on {what} rows, and no such row was run (--modes)", file=sys.stderr)
+            failed = True
     for r in rows:
         s = r["speedup_vs_none"].get("default")
         bound = a.check_speedup if r["mode"] == "per-tensor" else a.check_floor
