@@ -6,12 +6,14 @@
  * for PROPHET_TRIAL_WINDOW iterations on every rank (the plan broadcast makes the iterations the
  * same everywhere); its figure, the median of its clean iterations, travels in the next plan so
  * that every rank logs the same figures and the same choice. Iterations that carry a broadcast or
- * a measurement (held in runs of PROPHET_BLOCK_MAX) are not samples. Once chosen, the plan is
- * re-made for the kept candidate every PROPHET_TRIAL_CHECK_EVERY iterations, and a drift of the
- * iteration time, of the eBPF throughput or of the profile starts a new round.
+ * a measurement (held in runs of PROPHET_BLOCK_MAX) are not samples. A candidate's plan is made
+ * once a round, when its first window begins: the plan timed is the plan kept, broadcast again
+ * every PROPHET_TRIAL_CHECK_EVERY iterations, until a drift of the iteration time, of the eBPF
+ * throughput or of the profile starts a new round.
  * When the plan in force is passthrough, calls go straight to NCCL: only one iteration in
  * PROPHET_SAMPLE_EVERY is observed (measured), so that a job the preload cannot help pays for
  * little more than the learner's bookkeeping. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,22 +70,28 @@ void prophet_loop_iter_mark(prophet_comm_t *c, uint64_t iteration)
                          c->loop.in_force != PROPHET_CAND_NONE;
 }
 
-/* The candidates of a new round, in trial order: optimal first (the plan the job ran before the
- * loop existed), passthrough second; a candidate whose plan partitions the calls like an earlier
- * one is left out (it would measure the same). */
+/* The order a round tries its candidates in: the plans that do not use the fitted model first,
+ * passthrough leading (single calls of every size), so that by the time the DP optimum's plans
+ * are made the fit has seen blocks of many sizes. Before that the fit has only the measurement
+ * iterations' runs of PROPHET_BLOCK_MAX calls, which cannot separate alpha from bandwidth
+ * (MobileNet-v2 at 8 ranks: an optimum made then ran at 57 ms, one made after the other
+ * candidates' windows at 45-48 ms). */
+static const uint32_t prophet_loop_order[PROPHET_CAND_COUNT] = {
+    PROPHET_CAND_PASSTHROUGH, PROPHET_CAND_PROPHET, PROPHET_CAND_FUSION,
+    PROPHET_CAND_BUCKETS,     PROPHET_CAND_OPTIMAL, PROPHET_CAND_OPTIMAL_ALPHA4,
+    PROPHET_CAND_OPTIMAL_BW2,
+};
+
+/* The candidates of a new round, in trial order; a candidate whose plan (made now) partitions the
+ * calls like an earlier one's is left out (it would measure the same). */
 static uint32_t prophet_loop_candidates(const prophet_planner_opts_t *po,
                                         const prophet_profile_t *prof, const prophet_net_t *net,
-                                        uint32_t *out)
+                                        prophet_plan_t *plans, uint32_t *out)
 {
-    prophet_plan_t *plans = calloc(PROPHET_CAND_COUNT, sizeof(*plans));
     uint32_t n = 0;
 
-    if (!plans) {
-        out[n++] = PROPHET_CAND_OPTIMAL;
-        out[n++] = PROPHET_CAND_PASSTHROUGH;
-        return n;
-    }
-    for (uint32_t c = 0; c < PROPHET_CAND_COUNT; c++) {
+    for (uint32_t k = 0; k < PROPHET_CAND_COUNT; k++) {
+        uint32_t c = prophet_loop_order[k];
         int dup = 0;
         if (prophet_cand_plan(c, po, prof, net, &plans[c]) != 0)
             continue;
@@ -92,8 +100,25 @@ static uint32_t prophet_loop_candidates(const prophet_planner_opts_t *po,
         if (!dup)
             out[n++] = c;
     }
-    free(plans);
     return n;
+}
+
+/* The loop's state on rank 0, made at its first plan: 0, or -ENOMEM. */
+static int prophet_loop_alloc(prophet_comm_t *c)
+{
+    if (c->loop.trials)
+        return 0;
+    c->loop.trials = malloc(sizeof(*c->loop.trials));
+    c->loop.plans = calloc(PROPHET_CAND_COUNT, sizeof(*c->loop.plans));
+    if (!c->loop.trials || !c->loop.plans) {
+        free(c->loop.trials);
+        free(c->loop.plans);
+        c->loop.trials = NULL;
+        c->loop.plans = NULL;
+        return -ENOMEM;
+    }
+    prophet_trials_init(c->loop.trials);
+    return 0;
 }
 
 int prophet_loop_plan(prophet_comm_t *c, const prophet_planner_opts_t *po,
@@ -101,16 +126,18 @@ int prophet_loop_plan(prophet_comm_t *c, const prophet_planner_opts_t *po,
 {
     prophet_plan_trial_t d;
     uint32_t cands[PROPHET_CAND_COUNT], n;
-    int err;
 
-    if (!c->loop.trials) {
-        c->loop.trials = malloc(sizeof(*c->loop.trials));
-        if (!c->loop.trials)
-            return prophet_plan_make(po, prof, net, out);
-        prophet_trials_init(c->loop.trials);
+    if (prophet_loop_alloc(c) != 0)
+        return prophet_plan_make(po, prof, net, out);
+    if (c->loop.trials->phase != PROPHET_TRIAL_OFF && c->loop.plans_calls != prof->n_calls) {
+        /* the round's plans were made for another profile: a new round, every candidate */
+        c->loop.trials->restart = 1;
+        c->loop.trials->time_only = 0;
     }
     if (prophet_trials_wants_round(c->loop.trials)) {
-        n = prophet_loop_candidates(po, prof, net, cands);
+        n = prophet_loop_candidates(po, prof, net, c->loop.plans, cands);
+        c->loop.plans_calls = prof->n_calls;
+        c->loop.plans_fixed = 0;
         if (n == 0 || prophet_trials_begin(c->loop.trials, cands, n) != 0)
             return prophet_plan_make(po, prof, net, out);
         if (c->loop.trials->n_skipped)
@@ -121,8 +148,20 @@ int prophet_loop_plan(prophet_comm_t *c, const prophet_planner_opts_t *po,
                         100 * PROPHET_TRIAL_NEAR);
     }
     prophet_trials_decide(c->loop.trials, &d);
-    if ((err = prophet_cand_plan(d.candidate, po, prof, net, out)) != 0)
-        return err;
+    if (d.candidate >= PROPHET_CAND_COUNT)
+        return -EINVAL;
+    /* A candidate's plan is made when its first window begins, under the fit of that moment, and
+     * then fixed for the round: its windows and, once it is kept, every later agreement carry the
+     * plan that was timed. (Re-made at each agreement under a fit that moves with every block the
+     * plan itself runs, a kept optimum alternated on ResNet-50 at 4 ranks between the 5-block
+     * plan timed at 93 ms and a 3-block plan never timed, which ran at 110 ms.) */
+    if (!(c->loop.plans_fixed & (1u << d.candidate))) {
+        if (d.phase == PROPHET_TRIAL_RUNNING &&
+            prophet_cand_plan(d.candidate, po, prof, net, &c->loop.plans[d.candidate]) != 0)
+            return -EINVAL;
+        c->loop.plans_fixed |= 1u << d.candidate;
+    }
+    *out = c->loop.plans[d.candidate];
     out->trial = d;
     return 0;
 }

@@ -24,6 +24,12 @@
 
 #define NET_WINDOW 64
 #define NET_MIN_FIT 4
+/* Samples between fits once the change detector is armed (earlier: every sample), and at every
+ * read. The fit sorts the window twice (median, MAD) and solves two passes: ~6,000 instructions,
+ * paid by the readiness poller on every completed operation when it ran per sample, while
+ * the planner reads the model once per agreement. The detector needs only the fit's alpha and
+ * spread, which move slowly over a 64-sample window. */
+#define NET_REFIT_EVERY 8
 #define NET_MIN_ARM 8
 #define NET_KEEP_AFTER_CHANGE 6
 #define PROBE_WINDOW 32
@@ -41,8 +47,9 @@ struct prophet_netmodel {
     double alpha_us, bw_fit_Bps; /* fitted (or initial) values */
     int fitted, fixed_alpha, fixed_bw;
     net_sample_t s[NET_WINDOW];
-    uint32_t head, n; /* ring: n newest samples end at head */
-    double sigma;     /* robust spread of relative residuals of the last fit */
+    uint32_t head, n;  /* ring: n newest samples end at head */
+    double sigma;      /* robust spread of relative residuals of the last fit */
+    uint32_t unfitted; /* samples since the last fit */
     /* probe */
     double probe_bps[PROBE_WINDOW];
     int64_t probe_t[PROBE_WINDOW];
@@ -153,6 +160,7 @@ static void refit(prophet_netmodel_t *m)
     double alpha, c, med, mad, lim;
     uint32_t i;
 
+    m->unfitted = 0;
     if (m->n < NET_MIN_FIT || (m->fixed_alpha && m->fixed_bw))
         return;
     memset(keep, 1, sizeof(keep));
@@ -222,7 +230,8 @@ int prophet_netmodel_observe(prophet_netmodel_t *m, uint64_t bytes, uint32_t n_o
     m->head = (m->head + 1) % NET_WINDOW;
     if (m->n < NET_WINDOW)
         m->n++;
-    refit(m);
+    if (++m->unfitted >= NET_REFIT_EVERY || !m->armed)
+        refit(m);
     if (!m->armed && m->fitted && m->n >= (m->changed ? NET_KEEP_AFTER_CHANGE : NET_MIN_ARM))
         arm(m);
     return 0;
@@ -259,12 +268,14 @@ static double probe_bound(const prophet_netmodel_t *m)
     return best;
 }
 
-void prophet_netmodel_get(const prophet_netmodel_t *m, prophet_net_t *out)
+void prophet_netmodel_get(prophet_netmodel_t *m, prophet_net_t *out)
 {
     double lb;
 
     if (!m || !out)
         return;
+    if (m->unfitted)
+        refit(m); /* what observe() left for later */
     out->alpha_us = m->alpha_us;
     out->bandwidth_Bps = m->bw_fit_Bps;
     if (m->fixed_alpha && m->fixed_bw) {

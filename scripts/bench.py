@@ -46,6 +46,12 @@ def parse_args():
     ap.add_argument("--policies", default="default,passthrough,fusion,buckets,prophet,optimal",
                     help="columns besides no preload: default (no PROPHET_POLICY) or a PROPHET_POLICY name")
     ap.add_argument("--gate", default="hold", choices=["hold", "observe"])
+    ap.add_argument("--baseline", metavar="SO",
+                    help="one more column: another build's libprophet.so (e.g. an older commit built in a "
+                         "worktree), run on this build's emulator, interleaved with the others")
+    ap.add_argument("--baseline-env", action="append", default=[], metavar="K=V",
+                    help="environment of the --baseline column (repeatable), e.g. PROPHET_GATE=block")
+    ap.add_argument("--baseline-label", default="baseline", help="the --baseline column's heading")
     ap.add_argument("--latency-us", type=float, default=300.0, help="emulated per-operation latency")
     ap.add_argument("--iters", type=int, default=170)
     ap.add_argument("--warmup", type=int, default=130,
@@ -82,7 +88,11 @@ def run_emu(a, profile, ranks, bw, mode, policy):
     gate = a.gate  # hold (the default) is exact in every mode
     for k in [k for k in env if k.startswith("PROPHET_")]:
         del env[k]  # the caller's knobs must not leak into a column
-    if policy is not None:
+    if policy == "baseline":
+        env["LD_PRELOAD"] = os.path.abspath(a.baseline)
+        env.update(kv.split("=", 1) for kv in a.baseline_env)
+        env["PROPHET_DEBUG"] = "INFO"
+    elif policy is not None:
         env["LD_PRELOAD"] = os.path.join(a.build, "lib", "libprophet.so")
         if policy != "default":
             env["PROPHET_POLICY"] = policy
@@ -103,7 +113,7 @@ def run_emu(a, profile, ranks, bw, mode, policy):
         res = json.load(f)
     os.unlink(out)
     its = res["iteration_us"][a.warmup:] or res["iteration_us"]
-    if policy is not None and gate == "hold" and policy != "passthrough" and "plan v" not in p.stderr:
+    if policy not in (None, "baseline") and gate == "hold" and policy != "passthrough" and "plan v" not in p.stderr:
         print(f"bench: warning: no plan agreed for {profile}/{mode}/{policy}", file=sys.stderr)
     return statistics.median(its), p.stderr
 
@@ -179,6 +189,10 @@ def main():
     a = parse_args()
     a.sim_args = []
     policies = [p for p in a.policies.split(",") if p]
+    if a.baseline:
+        if not os.path.exists(a.baseline):
+            sys.exit(f"bench: --baseline {a.baseline}: no such file")
+        policies.append("baseline")
     rows = []
     for profile in a.profiles.split(","):
         for ranks in [int(r) for r in a.ranks.split(",")]:
@@ -216,10 +230,12 @@ def main():
               f"{f', median of {a.repeat} interleaved runs per cell' if a.repeat > 1 else ''}. Every other PROPHET_* knob "
               f"at its default; `default` sets none (the closed loop), each other column sets PROPHET_POLICY; "
               f"`PROPHET_GATE={a.gate}` is "
-              f"{'the default' if a.gate == 'hold' else 'not the default (observe mode never holds a call, so it cannot regroup)'}.\n")
+              f"{'the default' if a.gate == 'hold' else 'not the default (observe mode never holds a call, so it cannot regroup)'}"
+              f"{f'; `{a.baseline_label}` is LD_PRELOAD={a.baseline} with ' + (' '.join(a.baseline_env) or 'no knob') if a.baseline else ''}.\n")
     md.append("Iteration time in ms, and in brackets the ratio to the optimum (MG-WFBP lower bound from "
               "`prophet-sim` for the same profile, ranks, bandwidth and latency).\n")
-    md.append("| profile | mode | ranks | link | optimum | " + " | ".join("no preload" if c == "none" else c for c in cols) + " |")
+    heading = {"none": "no preload", "baseline": a.baseline_label}
+    md.append("| profile | mode | ranks | link | optimum | " + " | ".join(heading.get(c, c) for c in cols) + " |")
     md.append("|---|---|---|---|---|" + "---|" * len(cols))
     for r in rows:
         opt = f'{r["optimum_us"]/1e3:.1f}' if r["optimum_us"] else "-"

@@ -11,9 +11,10 @@
    divided by iterations x ranks. The three are interleaved run by run; medians reported.
 
 3. With --baseline LIB: the same bench's measured child, run N rounds (--pairs, default 40) in
-   the order direct, baseline, observe, disabled, all against this build's emulated driver and
+   the order direct, baseline, observe, disabled, baseline disabled, all against this build's emulated driver and
    NCCL, so that an older libprophet.so is compared with this one on the same machine at the same
-   moment (--baseline-env, default PROPHET_GATE=call: the observe-only mode's older name). Prints
+   moment (--baseline-env, default PROPHET_GATE=call: the observe-only mode's older name); both
+   are also run with PROPHET_DISABLE=1, the disabled path like for like. Prints
    each variant's median ns per call and the added figures. Used for issue 15's "no worse than
    the +382 ns measured on 2026-11-21" (docs/benchmarks.md, Overhead).
 
@@ -70,7 +71,9 @@ def compare(a):
     variants = [("direct (no preload)", {}),
                 (f"baseline {a.baseline} {' '.join(a.baseline_env)}", dict(LD_PRELOAD=a.baseline, **benv)),
                 ("observe (PROPHET_GATE=observe)", {"LD_PRELOAD": lib, "PROPHET_GATE": "observe"}),
-                ("disabled (PROPHET_DISABLE=1)", {"LD_PRELOAD": lib, "PROPHET_DISABLE": "1"})]
+                ("disabled (PROPHET_DISABLE=1)", {"LD_PRELOAD": lib, "PROPHET_DISABLE": "1"}),
+                ("baseline, disabled (PROPHET_DISABLE=1)",
+                 dict(LD_PRELOAD=a.baseline, PROPHET_DISABLE="1", **benv))]
     runs = [[] for _ in variants]
     for _ in range(a.pairs):
         for i, (_, env) in enumerate(variants):
@@ -82,6 +85,8 @@ def compare(a):
         print(f"   {name:60s} {m:7.0f} ns  added {m - med[0]:+6.0f} ns")
     lower = sum(n < b for b, n in zip(runs[1], runs[2]))
     print(f"\n   observe below the baseline in {lower} of {a.pairs} rounds")
+    lower = sum(n < b for b, n in zip(runs[4], runs[3]))
+    print(f"   disabled below the baseline's disabled in {lower} of {a.pairs} rounds")
 
 
 def main():

@@ -129,7 +129,7 @@ int prophet_netmodel_fix(prophet_netmodel_t *m, double alpha_us, double bandwidt
 int prophet_netmodel_observe(prophet_netmodel_t *m, uint64_t bytes, uint32_t n_ops, double dur_us);
 /* Live throughput from the probe, bytes/s, at time t_us. */
 int prophet_netmodel_probe(prophet_netmodel_t *m, double bps, int64_t t_us);
-void prophet_netmodel_get(const prophet_netmodel_t *m, prophet_net_t *out);
+void prophet_netmodel_get(prophet_netmodel_t *m, prophet_net_t *out); /* fits first if needed */
 /* 1 once after the bandwidth moved enough to re-plan (the flag is cleared by reading it). */
 int prophet_netmodel_changed(prophet_netmodel_t *m);
 

@@ -20,8 +20,9 @@ usage: check_plan.py LOGDIR NRANKS MODE
           next_in iterations apart), each judged figure is the median of the clean iteration
           times that the log itself shows for that window (first call to first call; every sample
           checked where its iterations were logged), and each round's choice is the lowest figure
-          (passthrough within TIE of it), announced within the round bound. At least one round
-          must have ended in a choice.
+          (passthrough within TIE of it), announced within the round bound; within a round a
+          candidate's plan keeps the blocks it was timed with, in its trial windows and once kept.
+          At least one round must have ended in a choice.
 Prints one line of figures; exit 1 with the first violation otherwise.
 (The summary line's plans>=1 and plan_rejects=0 on every rank are checked by run_emu.sh.)
 """
@@ -106,9 +107,18 @@ def check_trials(d):
 
     samples, current, figs, rounds, checked, round_start = [], None, {}, 0, 0, None
     spread = {}
+    timed = {}  # (round, candidate) -> the blocks of its first plan in that round
     for j, p in enumerate(loop):
         t = p["trial"]
         k = p["from_iteration"] - 2  # the agreement that made it
+        blocks = tuple((b["first"], b["last"]) for b in p["blocks"])
+        first = timed.setdefault((t["round"], t["candidate"]), (p["version"], blocks))
+        if first[1] != blocks:
+            fail("rank 0: round %d: plan v%d (%s, %s) has other blocks than plan v%d, the plan "
+                 "of that candidate timed in the round (%d against %d blocks): a kept plan must "
+                 "be the plan its figure was measured with" %
+                 (t["round"], p["version"], t["candidate"], t["phase"], first[0], len(blocks),
+                  len(first[1])))
         if j + 1 < len(loop) and loop[j + 1]["from_iteration"] - p["from_iteration"] != t["next_in"]:
             fail("rank 0: plan v%d says the next agreement comes in %d iterations, it came in %d" %
                  (p["version"], t["next_in"], loop[j + 1]["from_iteration"] - p["from_iteration"]))
