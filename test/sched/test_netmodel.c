@@ -1,6 +1,7 @@
 /* Network model: the fit recovers alpha and bandwidth from noisy samples with outliers; a
  * sustained bandwidth change fires `changed` within a bounded number of samples; stationary
- * noise never does; the probe raises the bandwidth as a lower bound; fixing pins values. */
+ * noise never does; the probe raises the bandwidth as a lower bound; fixing pins values; a read
+ * between the model's periodic fits answers the fit of every sample seen. */
 #include <errno.h>
 #include <math.h>
 
@@ -102,7 +103,34 @@ int main(void)
     CHECK(got.bandwidth_Bps == 5e9);
     prophet_netmodel_free(m);
 
-    /* 6. Nothing measured yet: the initial guess, marked as such. */
+    /* 6. Read between fits: once armed the model refits only every few samples, so a read must
+     * fit what came since. Two models get the same 40 samples; one of them then 1..7 more from a
+     * 2% slower link (inside the fit's outlier limit, too small for the change detector): its
+     * read must differ from the other's. A read that answered the last periodic fit would
+     * answer the 40 samples' fit, bit for bit. */
+    for (int extra = 1; extra <= 7; extra++) {
+        prophet_netmodel_t *base = prophet_netmodel_new(&init), *more = prophet_netmodel_new(&init);
+        uint64_t r1 = 7, r2 = 7;
+        prophet_net_t a, b;
+
+        CHECK(base && more);
+        for (i = 0; i < 40; i++) {
+            feed(base, &r1, 50, 1e9, 0.01, 0);
+            feed(more, &r2, 50, 1e9, 0.01, 0);
+        }
+        for (i = 0; i < extra; i++)
+            feed(more, &r2, 50, 0.98e9, 0, 0);
+        prophet_netmodel_get(base, &a);
+        prophet_netmodel_get(more, &b);
+        CHECKF(a.alpha_us != b.alpha_us || a.bandwidth_Bps != b.bandwidth_Bps,
+               "%d samples after 40: the read answers the 40 samples' fit (alpha %.3f us, "
+               "bandwidth %.0f B/s)",
+               extra, b.alpha_us, b.bandwidth_Bps);
+        prophet_netmodel_free(base);
+        prophet_netmodel_free(more);
+    }
+
+    /* 7. Nothing measured yet: the initial guess, marked as such. */
     m = prophet_netmodel_new(NULL);
     prophet_netmodel_get(m, &got);
     CHECK(got.source == PROPHET_NET_DEFAULT && got.bandwidth_Bps > 0 && got.alpha_us >= 0);
