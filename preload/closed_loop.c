@@ -74,8 +74,8 @@ void prophet_loop_iter_mark(prophet_comm_t *c, uint64_t iteration)
  * passthrough leading (single calls of every size), so that by the time the DP optimum's plans
  * are made the fit has seen blocks of many sizes. Before that the fit has only the measurement
  * iterations' runs of PROPHET_BLOCK_MAX calls, which cannot separate alpha from bandwidth
- * (MobileNet-v2 at 8 ranks: an optimum made then ran at 57 ms, one made after the other
- * candidates' windows at 45-48 ms). */
+ * (MobileNet-v2 at 8 ranks: an optimum made then measured 57 ms in its trial window, one
+ * made after the other candidates' windows 43 ms). */
 static const uint32_t prophet_loop_order[PROPHET_CAND_COUNT] = {
     PROPHET_CAND_PASSTHROUGH, PROPHET_CAND_PROPHET, PROPHET_CAND_FUSION,
     PROPHET_CAND_BUCKETS,     PROPHET_CAND_OPTIMAL, PROPHET_CAND_OPTIMAL_ALPHA4,
