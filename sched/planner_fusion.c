@@ -3,6 +3,8 @@
  * longest such run in program order) are fused into blocks of at most fusion_bytes (64 MiB when
  * 0; a single larger call forms a block of its own). The timer is free-running: like Horovod's
  * background loop with asynchronous NCCL launches, it does not wait for the network. */
+#include <math.h>
+
 #include "sched_internal.h"
 
 #define DEFAULT_FUSION_BYTES (64ull << 20)
@@ -19,12 +21,15 @@ int prophet_plan_fusion(const prophet_planner_opts_t *o, const prophet_profile_t
     while (next < n) {
         uint32_t end = next;
 
-        while (end < n && p->ready_us[end] <= fire)
+        while (end < n && !(p->ready_us[end] > fire)) /* a NaN offset counts as ready */
             end++;
         if (end == next) { /* nothing ready: skip to the cycle that sees the next call */
-            double k = (p->ready_us[next] - fire) / cycle;
+            double r = p->ready_us[next], k = (r - fire) / cycle;
+            double skip = fire + (k > 1 ? floor(k) : 1) * cycle;
 
-            fire += (k > 1 ? (double)(uint64_t)k : 1) * cycle;
+            /* far from the origin a cycle can be below the clock's resolution: fire at the
+             * call's readiness itself rather than never advance */
+            fire = skip > fire ? skip : r;
             continue;
         }
         while (next < end) {

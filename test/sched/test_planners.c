@@ -176,6 +176,26 @@ int main(void)
           plan.block_first[3] == 4 && plan.block_first[4] == 5);
     o.fusion_bytes = 1;
     CHECK(prophet_plan_make(&o, &prof, &net, &plan) == 0 && plan.n_blocks == 6);
+    /*    Readiness far from the origin, where a 1000 us cycle is below a double's resolution (a
+     *    report of a corrupt log) and cycles too many to count in 64 bits: the timer still
+     *    advances, {0} {1,2} {3}; a NaN offset is
+     *    ready at the first firing. */
+    prof.n_calls = 4;
+    {
+        const double r[4] = {100, 1e22, 1e22, 1e40};
+
+        for (int i = 0; i < 4; i++)
+            prof.ready_us[i] = r[i];
+    }
+    o.fusion_bytes = 1 << 20;
+    CHECK(prophet_plan_make(&o, &prof, &net, &plan) == 0);
+    CHECKF(plan.n_blocks == 3 && plan.block_first[1] == 1 && plan.block_first[2] == 3,
+           "far readiness: %u blocks", plan.n_blocks);
+    prof.n_calls = 3;
+    prof.ready_us[0] = 100;
+    prof.ready_us[1] = NAN;
+    prof.ready_us[2] = 200;
+    CHECK(prophet_plan_make(&o, &prof, &net, &plan) == 0 && plan.n_blocks == 1);
 
     /* 6. Prophet: three steps {0..3} {4..7} {8..9}; the first gap moves 2 calls' worth, so the
      *    first step is cut after 2 calls and the rest carried; the last step is one block. */
