@@ -2,10 +2,11 @@
  *
  * Wire form (PROPHET_PLAN_WIRE_BYTES, little-endian, fixed size so that every rank broadcasts the
  * same count):
- *   0  u32 magic "PRPL"        4  u16 wire version (1)   6  u16 reserved (0)
+ *   0  u32 magic "PRPL"        4  u16 wire version (2)   6  u16 reserved (0)
  *   8  u32 plan version       12  u32 policy           16  u32 n_calls     20  u32 n_blocks
  *   24 u64 predicted_iteration_us (IEEE-754 bits)      32  u64 sig_hash
- *   40 u64 checksum: FNV-1a 64 of the whole buffer with this field zeroed
+ *   40 u64 checksum: FNV-1a 64 taken a little-endian u64 word at a time (prophet_hash_word) over
+ *      the whole buffer with this field zeroed
  *   48 u8 trial phase  49 u8 candidate  50 u8 judged candidate  51 u8 judged samples
  *   52 u16 trial round  54 u16 next_in  56 u32 judged median us  60 u32 chosen figure us
  *   64 u32 block_first[PROPHET_MAX_CALLS] (entries past n_blocks are zero)
@@ -17,21 +18,22 @@
 #include "sched_internal.h"
 
 #define PLAN_MAGIC 0x4c505250u /* "PRPL" little-endian */
-#define PLAN_WIRE_VERSION 1
+#define PLAN_WIRE_VERSION 2    /* 2: the checksum hashes words, not bytes */
 #define OFF_CHECKSUM 40
 #define OFF_BLOCKS 64
 #define FNV_OFFSET 0xcbf29ce484222325ull
 #define FNV_PRIME 0x100000001b3ull
 
 _Static_assert(OFF_BLOCKS + 4 * PROPHET_MAX_CALLS == PROPHET_PLAN_WIRE_BYTES, "wire layout");
+_Static_assert(PROPHET_PLAN_WIRE_BYTES % 8 == 0 && OFF_CHECKSUM % 8 == 0, "checksum words");
 
-static uint64_t fnv1a(uint64_t h, const uint8_t *p, size_t n)
+/* One step of FNV-1a over a 64-bit word instead of a byte: 1/8 of the multiplies (a byte-wise
+ * checksum of the 16 KiB wire form took ~18 us per agreement, a word-wise one ~2 us). For any fixed
+ * word the step is a bijection of h (xor, then an odd multiplier), so a change of one word always
+ * changes the result. */
+static uint64_t prophet_hash_word(uint64_t h, uint64_t w)
 {
-    while (n--) {
-        h ^= *p++;
-        h *= FNV_PRIME;
-    }
-    return h;
+    return (h ^ w) * FNV_PRIME;
 }
 
 static void put_u16(uint8_t *p, uint16_t v)
@@ -77,11 +79,11 @@ static uint64_t get_u64(const uint8_t *p)
 
 static uint64_t wire_checksum(const uint8_t *b)
 {
-    static const uint8_t zero[8];
-    uint64_t h = fnv1a(FNV_OFFSET, b, OFF_CHECKSUM);
+    uint64_t h = FNV_OFFSET;
 
-    h = fnv1a(h, zero, sizeof(zero));
-    return fnv1a(h, b + OFF_CHECKSUM + 8, PROPHET_PLAN_WIRE_BYTES - OFF_CHECKSUM - 8);
+    for (size_t off = 0; off < PROPHET_PLAN_WIRE_BYTES; off += 8)
+        h = prophet_hash_word(h, off == OFF_CHECKSUM ? 0 : get_u64(b + off));
+    return h;
 }
 
 int prophet_plan_pack(const prophet_plan_t *plan, void *buf, size_t len)
@@ -165,19 +167,15 @@ int prophet_plan_unpack(prophet_plan_t *plan, const void *buf, size_t len)
 
 uint64_t prophet_sig_hash(const prophet_call_sig_t *sig, uint32_t n)
 {
-    uint8_t rec[32];
-    uint64_t h = FNV_OFFSET;
+    uint64_t h = prophet_hash_word(FNV_OFFSET, n);
     uint32_t i;
 
-    put_u32(rec, n);
-    h = fnv1a(h, rec, 4);
     for (i = 0; sig && i < n; i++) {
-        put_u64(rec, sig[i].comm_id);
-        put_u64(rec + 8, sig[i].count);
-        put_u32(rec + 16, (uint32_t)sig[i].dtype);
-        put_u32(rec + 20, (uint32_t)sig[i].op);
-        put_u64(rec + 24, sig[i].bytes);
-        h = fnv1a(h, rec, sizeof(rec));
+        h = prophet_hash_word(h, sig[i].comm_id);
+        h = prophet_hash_word(h, sig[i].count);
+        h = prophet_hash_word(h, (uint64_t)(uint32_t)sig[i].dtype | (uint64_t)(uint32_t)sig[i].op
+                                                                        << 32);
+        h = prophet_hash_word(h, sig[i].bytes);
     }
     return h;
 }

@@ -10,8 +10,9 @@
    work) and in the default hold mode (NCCL runs the same bytes as fewer, grouped launches),
    divided by iterations x ranks. The three are interleaved run by run; medians reported.
 
-3. With --baseline LIB: the same bench's measured child, run N rounds (--pairs, default 40) in
-   the order direct, baseline, observe, disabled, baseline disabled, all against this build's emulated driver and
+3. With --baseline LIB: the same bench's measured child, run N rounds (--pairs, default 40) of
+   direct, baseline, observe, disabled and baseline disabled, in a new random order each round
+   (a fixed order favours whichever variant runs first), all against this build's emulated driver and
    NCCL, so that an older libprophet.so is compared with this one on the same machine at the same
    moment (--baseline-env, default PROPHET_GATE=call: the observe-only mode's older name); both
    are also run with PROPHET_DISABLE=1, the disabled path like for like. Prints
@@ -24,6 +25,7 @@
 import argparse
 import json
 import os
+import random
 import resource
 import statistics
 import subprocess
@@ -75,12 +77,20 @@ def compare(a):
                 ("baseline, disabled (PROPHET_DISABLE=1)",
                  dict(LD_PRELOAD=a.baseline, PROPHET_DISABLE="1", **benv))]
     runs = [[] for _ in variants]
+    # Each round runs the variants in a new random order (seeded: the same orders every time).
+    # A fixed order biases the figures: with --baseline set to this build's own library, a
+    # variant run right after another measured 15-65 ns slower than the same library run before
+    # it (docs/benchmarks.md, Overhead).
+    rng = random.Random(15)
+    order = list(range(len(variants)))
     for _ in range(a.pairs):
-        for i, (_, env) in enumerate(variants):
-            runs[i].append(child_ns(a, env))
+        rng.shuffle(order)
+        for i in order:
+            runs[i].append(child_ns(a, variants[i][1]))
     med = [statistics.median(r) for r in runs]
-    print(f"host ns per ncclAllReduce call, median of {a.pairs} interleaved rounds "
-          f"(each a median over 3000 iterations x 8 calls), this build's emulated driver and NCCL\n")
+    print(f"host ns per ncclAllReduce call, median of {a.pairs} rounds, each running the variants "
+          f"in a random order (each a median over 3000 iterations x 8 calls), this build's "
+          f"emulated driver and NCCL\n")
     for (name, _), m in zip(variants, med):
         print(f"   {name:60s} {m:7.0f} ns  added {m - med[0]:+6.0f} ns")
     lower = sum(n < b for b, n in zip(runs[1], runs[2]))

@@ -197,9 +197,11 @@ int main(int argc, char **argv)
            iters, K, ROUNDS);
     printf("%-40s %12s %12s %14s\n", "variant", "median ns", "mean ns", "added (median)");
     /* ROUNDS interleaved runs of every variant; the best median of each is reported (the
-     * machine is shared: the minimum is the figure least disturbed by other work) */
+     * machine is shared: the minimum is the figure least disturbed by other work). The order
+     * rotates by one variant per round: a fixed order favours whichever variant runs first. */
     for (int round = 0; round < ROUNDS; round++) {
-        for (size_t i = 0; i < NV; i++) {
+        for (size_t j = 0; j < NV; j++) {
+            size_t i = (j + (size_t)round) % NV;
             double med = 0, mean = 0;
             if (run_variant(self, preload, iters, &variants[i], &med, &mean) != 0) {
                 printf("%-40s %12s\n", variants[i].name, "failed");
