@@ -112,12 +112,13 @@ static const char *prophet_bw_errno_hint(int err)
 }
 
 /* One attempt: raw tracepoints (use_raw) or classic tracepoints. */
-static int prophet_bw_probe_try(struct prophet_bw_probe *p, int use_raw)
+static int prophet_bw_probe_try(struct prophet_bw_probe *p, int use_raw, uint32_t only_tgid)
 {
     struct prophet_bw_bpf *skel = prophet_bw_bpf__open();
     int err;
     if (!skel)
         return errno ? -errno : -EINVAL;
+    skel->rodata->prophet_only_tgid = only_tgid;
     /* open succeeded: load/attach errors come back as negative errno from libbpf */
     bpf_program__set_autoload(skel->progs.prophet_raw_send, use_raw);
     bpf_program__set_autoload(skel->progs.prophet_raw_recv, use_raw);
@@ -137,7 +138,8 @@ fail:
     return err < 0 ? err : -EINVAL;
 }
 
-int prophet_bw_probe_load(struct prophet_bw_probe **out, char *why, size_t why_len)
+int prophet_bw_probe_load(struct prophet_bw_probe **out, uint32_t only_tgid, char *why,
+                          size_t why_len)
 {
     struct prophet_bw_probe *p = calloc(1, sizeof(*p));
     int err;
@@ -148,9 +150,9 @@ int prophet_bw_probe_load(struct prophet_bw_probe **out, char *why, size_t why_l
     }
     libbpf_print_fn_t old = libbpf_set_print(prophet_bw_debug_trace() ? prophet_bw_libbpf_trace
                                                                       : prophet_bw_libbpf_quiet);
-    err = prophet_bw_probe_try(p, 1);
+    err = prophet_bw_probe_try(p, 1, only_tgid);
     if (err) {
-        int err_tp = prophet_bw_probe_try(p, 0);
+        int err_tp = prophet_bw_probe_try(p, 0, only_tgid);
         if (!err_tp)
             err = 0;
     }
@@ -336,9 +338,9 @@ static int prophet_bw_open_daemon(prophet_bw_t *bw, const char *pin_dir, char *w
     return err_pin != -ENOENT ? err_pin : err_shm;
 }
 
-static int prophet_bw_open_inprocess(prophet_bw_t *bw, char *why, size_t why_len)
+static int prophet_bw_open_inprocess(prophet_bw_t *bw, int only, char *why, size_t why_len)
 {
-    int err = prophet_bw_probe_load(&bw->probe, why, why_len);
+    int err = prophet_bw_probe_load(&bw->probe, only ? bw->pid : 0, why, why_len);
     if (err)
         return err;
     bw->proc_fd = prophet_bw_probe_proc_fd(bw->probe);
@@ -351,7 +353,9 @@ prophet_bw_t *prophet_bw_open(int mode, const char *pin_dir, int pid, char *why,
 {
     size_t wl = why_len > 0 ? (size_t)why_len : 0;
     char why2[256] = "";
-    int err = -EINVAL;
+    int err = -EINVAL, only = (mode & PROPHET_BW_OPEN_ONLY_PID) != 0;
+
+    mode &= ~PROPHET_BW_OPEN_ONLY_PID;
     if (!pin_dir || !*pin_dir)
         pin_dir = PROPHET_BW_PIN_DEFAULT;
     if (wl)
@@ -374,7 +378,7 @@ prophet_bw_t *prophet_bw_open(int mode, const char *pin_dir, int pid, char *why,
 
     switch (mode) {
     case PROPHET_BW_OPEN_PROCESS:
-        err = prophet_bw_open_inprocess(bw, why, wl);
+        err = prophet_bw_open_inprocess(bw, only, why, wl);
         break;
     case PROPHET_BW_OPEN_DAEMON:
         err = prophet_bw_open_daemon(bw, pin_dir, why, wl);
@@ -386,7 +390,7 @@ prophet_bw_t *prophet_bw_open(int mode, const char *pin_dir, int pid, char *why,
         /* A running prophet-bwmon first: one probe per host, whatever the number of ranks. */
         err = prophet_bw_open_daemon(bw, pin_dir, why2, sizeof(why2));
         if (err)
-            err = prophet_bw_open_inprocess(bw, why, wl);
+            err = prophet_bw_open_inprocess(bw, only, why, wl);
         if (err && wl) {
             size_t n = strlen(why);
             snprintf(why + n, wl - n, "; %s", why2);

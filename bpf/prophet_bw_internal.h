@@ -13,7 +13,9 @@ struct prophet_bw_probe;
 
 /* Loads and attaches the probe (raw tracepoints, else classic tracepoints). libbpf's own output is
  * silenced unless PROPHET_DEBUG=TRACE. 0 or a negative errno, with a one-line reason in why. */
-int prophet_bw_probe_load(struct prophet_bw_probe **out, char *why, size_t why_len);
+/* only_tgid: count only that process's calls (0: every process). */
+int prophet_bw_probe_load(struct prophet_bw_probe **out, uint32_t only_tgid, char *why,
+                          size_t why_len);
 int prophet_bw_probe_proc_fd(const struct prophet_bw_probe *p);
 int prophet_bw_probe_host_fd(const struct prophet_bw_probe *p);
 const char *prophet_bw_probe_kind(const struct prophet_bw_probe *p); /* "raw_tp" or "tp" */

@@ -382,7 +382,7 @@ static int prophet_bwmon_daemon(const struct prophet_bwmon_opts *o)
         fprintf(stderr, "prophet-bwmon: already running for %s (pid %d)\n", o->pin_dir, other);
         goto out;
     }
-    err = prophet_bw_probe_load(&d.probe, why, sizeof(why));
+    err = prophet_bw_probe_load(&d.probe, 0, why, sizeof(why));
     if (err) {
         fprintf(stderr, "prophet-bwmon: %s\n", why);
         rc = prophet_bwmon_exit_for(err);
@@ -540,7 +540,7 @@ static int prophet_bwmon_watch(const struct prophet_bwmon_opts *o)
     host_fd = proc_fd >= 0 ? bpf_obj_get_opts(path, &ro) : -1;
     if (proc_fd < 0 || host_fd < 0) {
         int pin_err = errno;
-        int err = prophet_bw_probe_load(&probe, why, sizeof(why));
+        int err = prophet_bw_probe_load(&probe, 0, why, sizeof(why));
         if (err) {
             fprintf(stderr, "prophet-bwmon: no daemon pins in %s (%s) and %s\n", o->pin_dir,
                     strerror(pin_err), why);

@@ -203,8 +203,8 @@ static void prophet_bw_start(void)
     char why[256] = "built without libbpf";
 
     prophet_probe_set(-1);
-    prophet_bw =
-        prophet_bw_open((int)prophet_cfg.bwmon, prophet_cfg.bwmon_pin, 0, why, (int)sizeof(why));
+    prophet_bw = prophet_bw_open((int)prophet_cfg.bwmon | PROPHET_BW_OPEN_ONLY_PID,
+                                 prophet_cfg.bwmon_pin, 0, why, (int)sizeof(why));
     if (prophet_bw) {
         prophet_msg(PROPHET_LOG_INFO, "eBPF throughput from %s",
                     prophet_bw_source_name(prophet_bw_source(prophet_bw)));

@@ -12,8 +12,8 @@ typedef struct prophet_bw prophet_bw_t;
 
 typedef enum prophet_bw_source {
     PROPHET_BW_NONE = 0,
-    PROPHET_BW_INPROCESS, /* this process loaded the probe */
-    PROPHET_BW_DAEMON,    /* reading prophet-bwmon's pinned maps */
+    PROPHET_BW_INPROCESS,  /* this process loaded the probe */
+    PROPHET_BW_DAEMON,     /* reading prophet-bwmon's pinned maps */
     PROPHET_BW_DAEMON_SHM, /* reading prophet-bwmon's shared-memory export (bpf() refused) */
 } prophet_bw_source_t;
 
@@ -32,15 +32,21 @@ typedef struct prophet_bw_sample {
 #define PROPHET_BW_TAU_US 500000
 
 /* open modes: the values of prophet_bwmon_mode_t (config.h). */
-#define PROPHET_BW_OPEN_AUTO 0    /* prophet-bwmon if it runs, else in-process, (else NULL) */
-#define PROPHET_BW_OPEN_OFF 1     /* always NULL, reason "disabled" */
-#define PROPHET_BW_OPEN_PROCESS 2 /* only the in-process probe (root or CAP_BPF+CAP_PERFMON) */
-#define PROPHET_BW_OPEN_DAEMON 3  /* only prophet-bwmon: pinned maps, else its shm export */
+#define PROPHET_BW_OPEN_AUTO 0       /* prophet-bwmon if it runs, else in-process, (else NULL) */
+#define PROPHET_BW_OPEN_OFF 1        /* always NULL, reason "disabled" */
+#define PROPHET_BW_OPEN_PROCESS 2    /* only the in-process probe (root or CAP_BPF+CAP_PERFMON) */
+#define PROPHET_BW_OPEN_DAEMON 3     /* only prophet-bwmon: pinned maps, else its shm export */
 #define PROPHET_BW_OPEN_DAEMON_SHM 4 /* only prophet-bwmon's shm export (tests, diagnosis) */
+/* Or'd into the mode: an in-process probe counts only the followed process (its host counters
+ * are then that process's too). What a rank opens for itself: with N ranks on a host, N probes
+ * run on every socket call, and each but one leaves before touching a map. No effect on the
+ * daemon's counters, which count every process. */
+#define PROPHET_BW_OPEN_ONLY_PID 0x100
 
 /* mode: PROPHET_BW_OPEN_*. pin_dir: prophet-bwmon's bpffs dir (NULL: /sys/fs/bpf/prophet).
  * pid: the process to follow (<= 0: this one). Returns NULL (and a one-line reason in why) when no
- * source can be had; never crashes, prints nothing (libbpf's output too, unless PROPHET_DEBUG=TRACE). */
+ * source can be had; never crashes, prints nothing (libbpf's output too, unless
+ * PROPHET_DEBUG=TRACE). */
 prophet_bw_t *prophet_bw_open(int mode, const char *pin_dir, int pid, char *why, int why_len);
 prophet_bw_source_t prophet_bw_source(const prophet_bw_t *bw);
 const char *prophet_bw_source_name(prophet_bw_source_t source); /* "in-process", "daemon", ... */

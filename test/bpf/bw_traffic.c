@@ -212,18 +212,24 @@ static int check(const struct opts *o)
     prophet_bw_t *bs = prophet_bw_open(PROPHET_BW_OPEN_PROCESS, NULL, s, why, sizeof(why));
     prophet_bw_t *br =
         bs ? prophet_bw_open(PROPHET_BW_OPEN_PROCESS, NULL, r, why, sizeof(why)) : NULL;
-    if (!bs || !br) {
+    /* a third probe, as a rank loads one for itself: it counts the sender's calls only */
+    prophet_bw_t *bo = br ? prophet_bw_open(PROPHET_BW_OPEN_PROCESS | PROPHET_BW_OPEN_ONLY_PID,
+                                            NULL, s, why, sizeof(why))
+                          : NULL;
+    if (!bs || !br || !bo) {
         printf("SKIP: %s\n", why);
         kill(s, SIGKILL);
         kill(r, SIGKILL);
         waitpid(s, NULL, 0);
         waitpid(r, NULL, 0);
         prophet_bw_close(bs);
+        prophet_bw_close(br);
         return SKIP;
     }
-    prophet_bw_sample_t s0, r0, x;
+    prophet_bw_sample_t s0, r0, o0, x;
     prophet_bw_read(bs, &s0);
     prophet_bw_read(br, &r0);
+    prophet_bw_read(bo, &o0);
     size_t cap = 100000, ns = 0;
     struct sample *smp = calloc(cap, sizeof(*smp));
     if (write_all(go[1], "g", 1))
@@ -241,9 +247,10 @@ static int check(const struct opts *o)
         fprintf(stderr, "FAIL: sender failed\n");
         return 1;
     }
-    prophet_bw_sample_t s1, r1;
+    prophet_bw_sample_t s1, r1, o1;
     prophet_bw_read(bs, &s1);
     prophet_bw_read(br, &r1);
+    prophet_bw_read(bo, &o1);
     uint64_t stx = s1.tx_bytes - s0.tx_bytes, srx = s1.rx_bytes - s0.rx_bytes;
     uint64_t rtx = r1.tx_bytes - r0.tx_bytes, rrx = r1.rx_bytes - r0.rx_bytes;
     printf("sent %llu B (receiver counted %llu B); probe: sender tx %llu rx %llu, receiver tx %llu "
@@ -270,6 +277,16 @@ static int check(const struct opts *o)
            (unsigned long long)srx, (unsigned long long)rtx);
     EXPECT(s1.host_tx_bytes - s0.host_tx_bytes >= sr.sent + 8, "host tx below the bytes sent");
     EXPECT(s1.host_rx_bytes - s0.host_rx_bytes >= sr.sent + 8, "host rx below the bytes sent");
+    /* the sender-only probe: the sender's tx and its 8-byte answer, nothing of the receiver's */
+    EXPECT(o1.tx_bytes - o0.tx_bytes == sr.sent && o1.rx_bytes - o0.rx_bytes == 8,
+           "sender-only probe: tx %llu rx %llu, want %llu and 8",
+           (unsigned long long)(o1.tx_bytes - o0.tx_bytes),
+           (unsigned long long)(o1.rx_bytes - o0.rx_bytes), (unsigned long long)sr.sent);
+    EXPECT(o1.host_tx_bytes - o0.host_tx_bytes == sr.sent &&
+               o1.host_rx_bytes - o0.host_rx_bytes == 8,
+           "sender-only probe counted other processes: host tx %llu rx %llu, want %llu and 8",
+           (unsigned long long)(o1.host_tx_bytes - o0.host_tx_bytes),
+           (unsigned long long)(o1.host_rx_bytes - o0.host_rx_bytes), (unsigned long long)sr.sent);
 
     /* throughput: the sender's own measure against the probe's, over the sending window */
     double own = (double)sr.sent / ((double)(sr.t_end_us - sr.t_start_us) / 1e6);
@@ -317,6 +334,7 @@ static int check(const struct opts *o)
     free(smp);
     prophet_bw_close(bs);
     prophet_bw_close(br);
+    prophet_bw_close(bo);
     printf("%s\n", fail ? "FAIL" : "PASS");
     return fail;
 }
