@@ -52,8 +52,8 @@ struct {
 
 /* Set before load (0: count every process). A probe that a rank loads for itself counts only its
  * own process: with N ranks on a host, N probes run on every socket call of every rank, and each
- * but one returns here, before any map is touched (issue 12: 8 in-process probes took 15% of an
- * 8-rank job's CPU on 2 cores). */
+ * but one returns here, before reading the socket or touching a map (Horovod at 8 ranks on 2
+ * cores: the programs' share of all CPU samples fell from 1.9% to 0.9%, docs/benchmarks.md). */
 const volatile __u32 prophet_only_tgid = 0;
 
 static __always_inline int prophet_wanted(void)

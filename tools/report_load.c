@@ -23,7 +23,7 @@ static int fail(ctx_t *c, const char *fmt, ...)
     va_end(ap);
     /* One line: text quoted from the log (a JSON parser's "near ..." context) may hold control
      * characters. */
-    for (char *p = c->err; *p; p++)
+    for (char *p = c->errlen ? c->err : NULL; p && *p; p++)
         if ((unsigned char)*p < 0x20 || *p == 0x7f)
             *p = ' ';
     return -1;

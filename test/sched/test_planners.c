@@ -178,8 +178,7 @@ int main(void)
     CHECK(prophet_plan_make(&o, &prof, &net, &plan) == 0 && plan.n_blocks == 6);
     /*    Readiness far from the origin, where a 1000 us cycle is below a double's resolution (a
      *    report of a corrupt log) and cycles too many to count in 64 bits: the timer still
-     *    advances, {0} {1,2} {3}; a NaN offset is
-     *    ready at the first firing. */
+     *    advances, {0} {1,2} {3}; a NaN offset is ready at the first firing. */
     prof.n_calls = 4;
     {
         const double r[4] = {100, 1e22, 1e22, 1e40};
