@@ -17,7 +17,16 @@ Columns: `none` is the job without the preload; `default` is the preload with ev
 at its default (no PROPHET_POLICY: the closed loop tries the candidate plans in agreed trial
 iterations and keeps the fastest measured one); every other column sets PROPHET_POLICY to that
 planner (the loop is then off). The warm-up left out of each median covers learning the profile
-and the loop's first trial round (docs/design.md, "The closed loop"), the same for every column.
+and the loop's first trial round (docs/design.md, "The closed loop"), the same for every column
+unless --fixed-iters/--fixed-warmup give the columns that never search shorter runs.
+
+The full sweep of issue 12 (4 profiles x 4 and 8 ranks x 2 links x 5 patterns x 7 columns x 3 runs)
+takes many hours on a 2-core machine; --resume keeps each finished row in a file and takes the
+sweep up where it stopped:
+
+  scripts/bench.sh --modes per-tensor,per-param-sync,ddp,ddp-view,horovod --repeat 3 \
+                   --fixed-iters 80 --fixed-warmup 40 --resume docs/sweep.json \
+                   --check-best 1.03 --out docs/sweep.md
 """
 import argparse
 import datetime
@@ -52,12 +61,29 @@ def parse_args():
     ap.add_argument("--baseline-env", action="append", default=[], metavar="K=V",
                     help="environment of the --baseline column (repeatable), e.g. PROPHET_GATE=block")
     ap.add_argument("--baseline-label", default="baseline", help="the --baseline column's heading")
-    ap.add_argument("--latency-us", type=float, default=300.0, help="emulated per-operation latency")
+    ap.add_argument("--latency-us", type=float, default=0.0,
+                    help="emulated per-operation latency in us (EMU_NCCL_LATENCY_US: slept once per "
+                         "operation or fused group, on top of the emulated ring's own costs), also "
+                         "the optimum's alpha. Default 0, what every table in docs/benchmarks.md ran "
+                         "with (until 2026-11-24 the bench passed '300.0', which the emulator "
+                         "ignored); 300 models a socket ring of about 8 hops")
     ap.add_argument("--iters", type=int, default=170)
     ap.add_argument("--warmup", type=int, default=130,
                     help="iterations left out of the median: learning, measuring, the first trial round")
     ap.add_argument("--emu-args", default="--scale 0.5 --elements-scale 0.05",
                     help="extra prophet-emu arguments (time and size scales: 2 cores host many ranks)")
+    ap.add_argument("--fixed-iters", type=int, default=None, metavar="N",
+                    help="iterations of a column whose plan never searches (no preload and the "
+                         "PROPHET_POLICY columns; default --iters): they settle once the first plan "
+                         "is agreed, so a sweep can give them shorter runs")
+    ap.add_argument("--fixed-warmup", type=int, default=None, metavar="W",
+                    help="warm-up of those columns (default --warmup)")
+    ap.add_argument("--resume", metavar="FILE",
+                    help="keep every finished row in FILE (JSON, rewritten after each row) and skip the "
+                         "rows FILE already holds with the same settings: a long sweep can be stopped "
+                         "and taken up again, and its rows come from one table")
+    ap.add_argument("--table-only", action="store_true",
+                    help="with --resume: the table of the rows FILE holds; run nothing")
     ap.add_argument("--timeout", type=int, default=600)
     ap.add_argument("--repeat", type=int, default=1,
                     help="runs per column, interleaved (none, policies, none, ...); the cell is the "
@@ -65,6 +91,9 @@ def parse_args():
     ap.add_argument("--check-speedup", type=float, default=0.0, metavar="X",
                     help="exit 1 unless the default column is at least X times as fast as no preload "
                          "in every per-tensor row (a pattern the preload can help)")
+    ap.add_argument("--check-best", type=float, default=0.0, metavar="F",
+                    help="exit 1 unless the default column is at most F times the best PROPHET_POLICY "
+                         "column's time in every row (issue 12: 1.03)")
     ap.add_argument("--check-floor", type=float, default=0.0, metavar="Y",
                     help="exit 1 unless the default column is at least Y times as fast as no preload "
                          "in every row of another mode (a pattern it cannot help: DDP, Horovod)")
@@ -75,6 +104,13 @@ def parse_args():
         a.repeat = max(a.repeat, 3)
         a.iters, a.warmup = 150, 110  # the 4-rank ResNet-50 loop's first round ends near iteration 95
     a.modes = a.modes or "ddp,per-tensor,horovod"
+    if a.table_only and not a.resume:
+        sys.exit("bench: --table-only needs --resume FILE")
+    a.fixed_iters = a.iters if a.fixed_iters is None else a.fixed_iters
+    a.fixed_warmup = a.warmup if a.fixed_warmup is None else a.fixed_warmup
+    if not 0 <= a.fixed_warmup < a.fixed_iters or not 0 <= a.warmup < a.iters:
+        sys.exit("bench: a warm-up must be shorter than its run (--warmup < --iters, "
+                 "--fixed-warmup < --fixed-iters)")
     return a
 
 
@@ -84,7 +120,7 @@ def run_emu(a, profile, ranks, bw, mode, policy):
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = os.path.join(a.build, "lib", "emu")
     env["EMU_NCCL_BW"] = bw
-    env["EMU_NCCL_LATENCY_US"] = str(a.latency_us)
+    env["EMU_NCCL_LATENCY_US"] = f"{a.latency_us:g}"
     gate = a.gate  # hold (the default) is exact in every mode
     for k in [k for k in env if k.startswith("PROPHET_")]:
         del env[k]  # the caller's knobs must not leak into a column
@@ -99,20 +135,24 @@ def run_emu(a, profile, ranks, bw, mode, policy):
         env["PROPHET_GATE"] = gate
         # every other PROPHET_* knob at its default (PROPHET_DEBUG only reports)
         env["PROPHET_DEBUG"] = "INFO"
+    iters, warmup = (a.iters, a.warmup) if policy in ("default", "baseline") else (a.fixed_iters, a.fixed_warmup)
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tf:
         out = tf.name
     cmd = [emu, "--ranks", str(ranks), "--profile", os.path.join(ROOT, "profiles", profile + ".json"),
-           "--mode", "ddp" if mode == "ddp-view" else mode, "--iters", str(a.iters), "--warmup", str(a.warmup), "--wait", "all",
+           "--mode", "ddp" if mode == "ddp-view" else mode, "--iters", str(iters), "--warmup", str(warmup), "--wait", "all",
            "--json", out, "--quiet"] + a.emu_args.split()
     if mode == "ddp-view":
         cmd.append("--bucket-view")  # DDP with gradient_as_bucket_view=True
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=a.timeout)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} (policy {policy}) failed rc={p.returncode}:\n{p.stderr[-2000:]}")
+    ignored = [l for l in p.stderr.splitlines() if ": ignoring " in l and l.startswith("emu-")]
+    if ignored:  # a setting the emulator did not take: the run measured another experiment
+        raise RuntimeError(f"{' '.join(cmd)}: {ignored[0]}")
     with open(out) as f:
         res = json.load(f)
     os.unlink(out)
-    its = res["iteration_us"][a.warmup:] or res["iteration_us"]
+    its = res["iteration_us"][warmup:] or res["iteration_us"]
     if policy not in (None, "baseline") and gate == "hold" and policy != "passthrough" and "plan v" not in p.stderr:
         print(f"bench: warning: no plan agreed for {profile}/{mode}/{policy}", file=sys.stderr)
     return statistics.median(its), p.stderr
@@ -185,6 +225,83 @@ def svg_plot(rows, policies, path):
         f.write("\n".join(out) + "\n")
 
 
+def row_optimum(a, profile, ranks, bw):
+    try:
+        return optimum_us(a, profile, ranks, bw)
+    except Exception as e:  # the simulator's model of the emulator is a yardstick only
+        print(f"bench: no optimum for {profile}/{ranks}/{bw}: {e}", file=sys.stderr)
+        return 0.0
+
+
+def run_row(a, profile, ranks, bw, mode, opt, policies):
+    """One row: every column run a.repeat times, interleaved; each cell the median of its runs."""
+    r = {"profile": profile, "ranks": ranks, "bw": bw, "mode": mode, "optimum_us": opt or None,
+         "median_us": {}, "runs_us": {}, "ratios": {}, "started": utc_now()}
+    for rep in range(a.repeat):
+        for pol in [None] + policies:
+            med, _ = run_emu(a, profile, ranks, bw, mode, pol)
+            key = pol or "none"
+            r["runs_us"].setdefault(key, []).append(med)
+            print(f"bench: {profile:12s} n={ranks} {bw:>8s} {mode:10s} {key:12s} {med/1e3:9.2f} ms",
+                  file=sys.stderr, flush=True)
+    r["finished"] = utc_now()
+    for key, meds in r["runs_us"].items():
+        r["median_us"][key] = statistics.median(meds)
+    base = r["median_us"]["none"]
+    lb = opt if opt else min(r["median_us"].values())
+    for k, v in r["median_us"].items():
+        r["ratios"][k] = v / lb
+    r["speedup_vs_none"] = {k: base / v for k, v in r["median_us"].items()}
+    fixed = [k for k in r["median_us"] if k not in ("none", "default", "baseline")]
+    if "default" in r["median_us"] and fixed:
+        best = min(fixed, key=lambda k: r["median_us"][k])
+        r["best_policy"] = best
+        r["default_vs_best"] = r["median_us"]["default"] / r["median_us"][best]
+    return r
+
+
+def utc_now():
+    return f"{datetime.datetime.utcnow():%Y-%m-%d %H:%M}"
+
+
+def build_commit():
+    """The commit the measured build comes from (a row records it: a resumed sweep may span commits)."""
+    p = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"], capture_output=True, text=True)
+    return p.stdout.strip() or "unknown"
+
+
+def settings_key(a, policies):
+    """What a row's figures depend on besides its own profile, ranks, link and mode."""
+    return {"columns": ["none"] + policies, "gate": a.gate, "latency_us": a.latency_us,
+            "iters": a.iters, "warmup": a.warmup, "fixed_iters": a.fixed_iters,
+            "fixed_warmup": a.fixed_warmup, "emu_args": a.emu_args, "repeat": a.repeat,
+            "baseline": a.baseline, "baseline_env": a.baseline_env}
+
+
+def load_resume(path, key):
+    """Rows of an earlier run of the same sweep, by (profile, ranks, link, mode)."""
+    if not path or not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        rows = json.load(f)
+    done = {}
+    for r in rows:
+        if r.get("settings") != key:
+            sys.exit(f"bench: {path} holds a row of other settings ({r['profile']} n={r['ranks']} "
+                     f"{r['bw']} {r['mode']}); use another --resume file")
+        done[(r["profile"], r["ranks"], r["bw"], r["mode"])] = r
+    return done
+
+
+def save_resume(path, done):
+    if not path:
+        return
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(list(done.values()), f, indent=1)
+    os.replace(tmp, path)
+
+
 def main():
     a = parse_args()
     a.sim_args = []
@@ -193,33 +310,28 @@ def main():
         if not os.path.exists(a.baseline):
             sys.exit(f"bench: --baseline {a.baseline}: no such file")
         policies.append("baseline")
+    key = settings_key(a, policies)
+    done = load_resume(a.resume, key)
+    commit = build_commit()
     rows = []
     for profile in a.profiles.split(","):
         for ranks in [int(r) for r in a.ranks.split(",")]:
             for bw in a.bandwidths.split(","):
-                try:
-                    opt = optimum_us(a, profile, ranks, bw)
-                except Exception as e:  # the simulator's model of the emulator is a yardstick only
-                    print(f"bench: no optimum for {profile}/{ranks}/{bw}: {e}", file=sys.stderr)
-                    opt = None
+                opt = None
                 for mode in a.modes.split(","):
-                    r = {"profile": profile, "ranks": ranks, "bw": bw, "mode": mode, "optimum_us": opt,
-                         "median_us": {}, "ratios": {}}
-                    runs = {}
-                    for rep in range(a.repeat):
-                        for pol in [None] + policies:
-                            med, _ = run_emu(a, profile, ranks, bw, mode, pol)
-                            key = pol or "none"
-                            runs.setdefault(key, []).append(med)
-                            print(f"bench: {profile:12s} n={ranks} {bw:>8s} {mode:10s} {key:12s} {med/1e3:9.2f} ms",
-                                  file=sys.stderr, flush=True)
-                    for key, meds in runs.items():
-                        r["median_us"][key] = statistics.median(meds)
-                    base = r["median_us"]["none"]
-                    lb = opt if opt else min(r["median_us"].values())
-                    for k, v in r["median_us"].items():
-                        r["ratios"][k] = v / lb
-                    r["speedup_vs_none"] = {k: base / v for k, v in r["median_us"].items()}
+                    r = done.get((profile, ranks, bw, mode))
+                    if r is None and a.table_only:
+                        continue
+                    if r is None:
+                        if opt is None:
+                            opt = row_optimum(a, profile, ranks, bw)
+                        r = run_row(a, profile, ranks, bw, mode, opt, policies)
+                        r["settings"], r["commit"] = key, commit
+                        done[(profile, ranks, bw, mode)] = r
+                        save_resume(a.resume, done)
+                    else:
+                        print(f"bench: {profile} n={ranks} {bw} {mode}: kept from {a.resume} "
+                              f"({r['started']} - {r['finished']} UTC, {r['commit']})", file=sys.stderr)
                     rows.append(r)
     cols = ["none"] + policies
     md = []
@@ -234,12 +346,20 @@ def main():
               f"{f'; `{a.baseline_label}` is LD_PRELOAD={a.baseline} with ' + (' '.join(a.baseline_env) or 'no knob') if a.baseline else ''}.\n")
     md.append("Iteration time in ms, and in brackets the ratio to the optimum (MG-WFBP lower bound from "
               "`prophet-sim` for the same profile, ranks, bandwidth and latency).\n")
+    if a.fixed_iters != a.iters or a.fixed_warmup != a.warmup:
+        md.append(f"The columns whose plan never searches (no preload, each PROPHET_POLICY) ran "
+                  f"{a.fixed_iters} iterations, median after {a.fixed_warmup} warm-up.\n")
     heading = {"none": "no preload", "baseline": a.baseline_label}
-    md.append("| profile | mode | ranks | link | optimum | " + " | ".join(heading.get(c, c) for c in cols) + " |")
-    md.append("|---|---|---|---|---|" + "---|" * len(cols))
+    verdicts = "default" in policies
+    extra = ["default vs none", "default vs best policy"] if verdicts else []
+    md.append("| profile | mode | ranks | link | optimum | " + " | ".join([heading.get(c, c) for c in cols] + extra) + " |")
+    md.append("|---|---|---|---|---|" + "---|" * (len(cols) + len(extra)))
     for r in rows:
         opt = f'{r["optimum_us"]/1e3:.1f}' if r["optimum_us"] else "-"
         cells = [f'{r["median_us"][c]/1e3:.1f} ({r["ratios"][c]:.2f})' for c in cols]
+        if verdicts:
+            cells.append(f'{r["speedup_vs_none"]["default"]:.2f}x')
+            cells.append(f'{r["default_vs_best"]:.3f} ({r["best_policy"]})' if "best_policy" in r else "-")
         md.append(f'| {r["profile"]} | {r["mode"]} | {r["ranks"]} | {r["bw"]} | {opt} | ' + " | ".join(cells) + " |")
     text = "\n".join(md) + "\n"
     print(text)
@@ -270,8 +390,26 @@ def main():
         failed |= s < bound
         print(f'bench: {verdict} {r["profile"]} {r["mode"]} n={r["ranks"]} {r["bw"]}: default '
               f'{s:.2f}x as fast as no preload (bound {bound})', file=sys.stderr)
+    failed |= check_best(a, rows)
     if failed:
         sys.exit(1)
+
+
+def check_best(a, rows):
+    """--check-best: the default within F times the best fixed-policy column, row by row."""
+    if a.check_best <= 0:
+        return False
+    subject = [r for r in rows if "default_vs_best" in r]
+    if not subject:
+        print("bench: FAIL: --check-best needs the default and a PROPHET_POLICY column", file=sys.stderr)
+        return True
+    failed = False
+    for r in subject:
+        ok = r["default_vs_best"] <= a.check_best
+        failed |= not ok
+        print(f'bench: {"ok" if ok else "FAIL"} {r["profile"]} {r["mode"]} n={r["ranks"]} {r["bw"]}: default '
+              f'{r["default_vs_best"]:.3f} of {r["best_policy"]} (bound {a.check_best})', file=sys.stderr)
+    return failed
 
 
 if __name__ == "__main__":

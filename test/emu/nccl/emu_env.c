@@ -60,6 +60,26 @@ static int64_t env_int(const char *name, int64_t def)
     return v;
 }
 
+/* A duration in microseconds, decimals allowed ("300", "300.0", "12.5"), rounded to the
+ * microsecond. Scripts format numbers as they come: an integer-only parse that ignored "300.0"
+ * ran every benchmark without the latency it asked for. */
+static int64_t env_us(const char *name, int64_t def)
+{
+    const char *s = getenv(name);
+    char *end;
+    double v;
+
+    if (!s || !*s)
+        return def;
+    v = strtod(s, &end);
+    if (end == s || *end || !(v >= 0) || v > 1e12) {
+        fprintf(stderr, "emu-nccl: ignoring %s=%s (not a non-negative number of microseconds)\n",
+                name, s);
+        return def;
+    }
+    return (int64_t)(v + 0.5);
+}
+
 static int env_addr(const char *name, struct in_addr *out)
 {
     const char *s = getenv(name);
@@ -106,7 +126,7 @@ static void env_read(void)
         }
     }
     env_read_change();
-    env.latency_us = env_int("EMU_NCCL_LATENCY_US", 0);
+    env.latency_us = env_us("EMU_NCCL_LATENCY_US", 0);
     env.timeout_ms = env_int("EMU_NCCL_TIMEOUT_MS", 30000);
     if (env.timeout_ms == 0)
         env.timeout_ms = 30000;
