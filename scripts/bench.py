@@ -352,6 +352,8 @@ def main():
     heading = {"none": "no preload", "baseline": a.baseline_label}
     verdicts = "default" in policies
     extra = ["default vs none", "default vs best policy"] if verdicts else []
+    if a.resume:  # the rows of a resumed sweep come from several runs: when and from what
+        extra.append("measured (UTC, commit)")
     md.append("| profile | mode | ranks | link | optimum | " + " | ".join([heading.get(c, c) for c in cols] + extra) + " |")
     md.append("|---|---|---|---|---|" + "---|" * (len(cols) + len(extra)))
     for r in rows:
@@ -360,6 +362,8 @@ def main():
         if verdicts:
             cells.append(f'{r["speedup_vs_none"]["default"]:.2f}x')
             cells.append(f'{r["default_vs_best"]:.3f} ({r["best_policy"]})' if "best_policy" in r else "-")
+        if a.resume:
+            cells.append(f'{r["started"]} - {r["finished"][11:]}, {r["commit"]}')
         md.append(f'| {r["profile"]} | {r["mode"]} | {r["ranks"]} | {r["bw"]} | {opt} | ' + " | ".join(cells) + " |")
     text = "\n".join(md) + "\n"
     print(text)
