@@ -158,6 +158,20 @@ def run_emu(a, profile, ranks, bw, mode, policy):
     return statistics.median(its), p.stderr
 
 
+def loop_story(stderr):
+    """The closed loop's choices in one run (PROPHET_DEBUG=INFO lines), each once: which plan the
+    default kept, when, at what measured time, and the drifts that started a round again."""
+    seen, story = set(), []
+    for line in stderr.splitlines():
+        if (": trial round " in line and (" kept (" in line or " measured " in line)) \
+                or "drifted since the choice" in line:
+            text = line.split("prophet: INFO ", 1)[-1]
+            if text not in seen:
+                seen.add(text)
+                story.append(text)
+    return story
+
+
 def scaled_profile(a, profile):
     """The profile as prophet-emu runs it under --scale/--elements-scale, for prophet-sim."""
     words = a.emu_args.split()
@@ -239,9 +253,11 @@ def run_row(a, profile, ranks, bw, mode, opt, policies):
          "median_us": {}, "runs_us": {}, "ratios": {}, "started": utc_now()}
     for rep in range(a.repeat):
         for pol in [None] + policies:
-            med, _ = run_emu(a, profile, ranks, bw, mode, pol)
+            med, err = run_emu(a, profile, ranks, bw, mode, pol)
             key = pol or "none"
             r["runs_us"].setdefault(key, []).append(med)
+            if pol == "default":
+                r.setdefault("loop", []).append(loop_story(err))
             print(f"bench: {profile:12s} n={ranks} {bw:>8s} {mode:10s} {key:12s} {med/1e3:9.2f} ms",
                   file=sys.stderr, flush=True)
     r["finished"] = utc_now()
