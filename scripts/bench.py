@@ -33,6 +33,7 @@ import datetime
 import json
 import os
 import platform
+import random
 import re
 import statistics
 import subprocess
@@ -87,8 +88,14 @@ def parse_args():
                     help="with --resume: the table of the rows FILE holds; run nothing")
     ap.add_argument("--timeout", type=int, default=600)
     ap.add_argument("--repeat", type=int, default=1,
-                    help="runs per column, interleaved (none, policies, none, ...); the cell is the "
+                    help="runs per column, interleaved (one run of every column per round, --order); the cell is the "
                          "median of the runs' medians (a shared, loaded machine)")
+    ap.add_argument("--order", choices=["shuffled", "fixed"], default="shuffled",
+                    help="the columns' order within each round of runs: shuffled (default; seeded by "
+                         "the row and the round, so a rerun runs the same order) or fixed (none, "
+                         "then the policies as given). A fixed order puts each column after the "
+                         "same neighbour every time, and a column after the long default run "
+                         "measured up to 6%% slower than after a short one")
     ap.add_argument("--check-speedup", type=float, default=0.0, metavar="X",
                     help="exit 1 unless the default column is at least X times as fast as no preload "
                          "in every per-tensor row (a pattern the preload can help)")
@@ -255,7 +262,11 @@ def run_row(a, profile, ranks, bw, mode, opt, policies):
     r = {"profile": profile, "ranks": ranks, "bw": bw, "mode": mode, "optimum_us": opt or None,
          "median_us": {}, "runs_us": {}, "ratios": {}, "started": utc_now()}
     for rep in range(a.repeat):
-        for pol in [None] + policies:
+        order = [None] + policies
+        if a.order == "shuffled":
+            random.Random(f"{profile}/{ranks}/{bw}/{mode}/{rep}").shuffle(order)
+        r.setdefault("order", []).append([pol or "none" for pol in order])
+        for pol in order:
             med, err = run_emu(a, profile, ranks, bw, mode, pol)
             key = pol or "none"
             r["runs_us"].setdefault(key, []).append(med)
@@ -294,7 +305,7 @@ def settings_key(a, policies):
     return {"columns": ["none"] + policies, "gate": a.gate, "latency_us": a.latency_us,
             "iters": a.iters, "warmup": a.warmup, "fixed_iters": a.fixed_iters,
             "fixed_warmup": a.fixed_warmup, "emu_args": a.emu_args, "repeat": a.repeat,
-            "baseline": a.baseline, "baseline_env": a.baseline_env}
+            "baseline": a.baseline, "baseline_env": a.baseline_env, "order": a.order}
 
 
 def load_resume(path, key):
@@ -358,7 +369,7 @@ def main():
               f"({os.cpu_count()} CPUs) by `{' '.join(['scripts/bench.sh'] + sys.argv[1:])}`; "
               f"gate `{a.gate}`, emulated latency {a.latency_us:g} us, "
               f"{a.iters} iterations, median after {a.warmup} warm-up"
-              f"{f', median of {a.repeat} interleaved runs per cell' if a.repeat > 1 else ''}. Every other PROPHET_* knob "
+              f"{f', median of {a.repeat} interleaved runs per cell ({a.order} order)' if a.repeat > 1 else ''}. Every other PROPHET_* knob "
               f"at its default; `default` sets none (the closed loop), each other column sets PROPHET_POLICY; "
               f"`PROPHET_GATE={a.gate}` is "
               f"{'the default' if a.gate == 'hold' else 'not the default (observe mode never holds a call, so it cannot regroup)'}"

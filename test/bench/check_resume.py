@@ -46,7 +46,7 @@ def main():
             rows = json.load(f)
         r = rows[0] if len(rows) == 1 else fail(f"{len(rows)} rows kept, want 1")
         if sorted(r["runs_us"]) != ["default", "fusion", "none"] or not r.get("commit") \
-                or r["settings"]["fixed_iters"] != 10:
+                or r["settings"]["fixed_iters"] != 10 or sorted(r["order"][0]) != sorted(r["runs_us"]):
             fail(f"the kept row lacks its runs, commit or settings: {r}")
 
         p, runs = bench(build, resume, "per-tensor,ddp")
