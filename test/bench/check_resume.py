@@ -24,7 +24,7 @@ def bench(build, resume, modes, *extra):
            "--policies", "default,fusion", "--iters", "12", "--warmup", "6", "--fixed-iters", "10",
            "--fixed-warmup", "5", "--resume", resume] + list(extra)
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    runs = [l for l in p.stderr.splitlines() if l.startswith("bench: mobilenet_v2 ")]
+    runs = [l for l in p.stderr.splitlines() if l.startswith("bench: mobilenet_v2 ") and l.endswith(" ms")]
     return p, runs
 
 
