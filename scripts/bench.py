@@ -167,11 +167,11 @@ def run_emu(a, profile, ranks, bw, mode, policy):
 
 
 def loop_story(stderr):
-    """The closed loop's choices in one run (PROPHET_DEBUG=INFO lines, or a story already kept),
-    each once: each trial's figure, the plan kept and from which iteration (the kept plan's line
-    recurs at every check; the first is kept), and the drifts that started a round again."""
+    """The closed loop's choices in one run (its PROPHET_DEBUG=INFO lines), each once: each
+    trial's figure, the plan kept and from which iteration (the kept plan's line recurs at every
+    check; the first is kept), and the drifts that started a round again."""
     seen, story = set(), []
-    for line in stderr.splitlines() if isinstance(stderr, str) else stderr:
+    for line in stderr.splitlines():
         if (": trial round " in line and (" kept (" in line or " measured " in line)) \
                 or "drifted since the choice" in line:
             text = line.split("prophet: INFO ", 1)[-1]

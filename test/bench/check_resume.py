@@ -5,7 +5,7 @@ A tiny sweep (MobileNet-v2, 2 ranks, a dozen iterations per run) three times ove
 1. one row: the file holds it, with every column's runs, its settings and its commit;
 2. the same row and one more: the first is kept (not run again), only the new one runs;
 3. other settings over the same file: refused, nothing run;
-and --table-only prints both rows without running anything.
+and --table-only prints both rows without running anything, and --check-best judges them.
 
   check_resume.py BUILD_DIR
 """
@@ -63,10 +63,14 @@ def main():
         if p.returncode == 0 or runs or "other settings" not in p.stderr:
             fail(f"other settings over the same file: rc {p.returncode}, runs {runs}", p)
 
-        p, runs = bench(build, resume, "per-tensor,ddp,horovod", "--table-only")
+        p, runs = bench(build, resume, "per-tensor,ddp,horovod", "--table-only", "--check-best", "100")
         table = [l for l in p.stdout.splitlines() if l.startswith("| mobilenet_v2 ")]
         if p.returncode != 0 or runs or len(table) != 2:
             fail(f"--table-only: rc {p.returncode}, runs {runs}, table rows {table}", p)
+        # --check-best judges every row held: a bound no default can meet fails the run
+        p, runs = bench(build, resume, "per-tensor,ddp", "--table-only", "--check-best", "0.01")
+        if p.returncode != 1 or runs or p.stderr.count("bench: FAIL mobilenet_v2") != 2:
+            fail(f"--check-best 0.01: rc {p.returncode}, want 1 and two FAIL rows", p)
     print("ok: a resumed sweep runs only its missing rows; other settings are refused")
 
 
