@@ -150,6 +150,13 @@ int prophet_loop_plan(prophet_comm_t *c, const prophet_planner_opts_t *po,
     prophet_trials_decide(c->loop.trials, &d);
     if (d.candidate >= PROPHET_CAND_COUNT)
         return -EINVAL;
+    if (c->loop.trials->confirm_begun) {
+        prophet_msg(PROPHET_LOG_INFO,
+                    "comm %lu: trial round %u: %s led (%.0f us); timing it and passthrough again",
+                    (unsigned long)c->id, c->loop.trials->round,
+                    prophet_cand_name(c->loop.trials->lead), c->loop.trials->lead_us);
+        c->loop.trials->confirm_begun = 0;
+    }
     /* A candidate's plan is made when its first window begins, under the fit of that moment, and
      * then fixed for the round: its windows and, once it is kept, every later agreement carry the
      * plan that was timed. (Re-made at each agreement under a fit that moves with every block the

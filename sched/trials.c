@@ -96,7 +96,7 @@ void prophet_trials_init(prophet_trials_t *t)
 {
     memset(t, 0, sizeof(*t));
     t->phase = PROPHET_TRIAL_OFF;
-    t->current = t->chosen = PROPHET_CAND_NONE;
+    t->current = t->chosen = t->lead = PROPHET_CAND_NONE;
     t->ref_probe = -1;
     for (uint32_t c = 0; c < PROPHET_CAND_COUNT; c++) {
         t->fig[c] = t->fig_probe[c] = -1;
@@ -258,6 +258,53 @@ static int close_window(prophet_trials_t *t, prophet_plan_trial_t *out)
     return 1;
 }
 
+/* After the first pass: 1 when its leader is not passthrough and both were measured, so that
+ * both are timed again (passthrough first) in fresh windows whose figures alone decide. */
+static int confirm_begin(prophet_trials_t *t)
+{
+    const uint32_t pt = PROPHET_CAND_PASSTHROUGH;
+    uint32_t lead;
+
+    if (t->lead != PROPHET_CAND_NONE)
+        return 0; /* confirmed already */
+    lead =
+        prophet_trials_choose(t->fig, t->fig_mad, t->nfig, PROPHET_CAND_COUNT, PROPHET_TRIAL_TIE);
+    if (lead == PROPHET_CAND_NONE || lead == pt || t->nfig[pt] == 0)
+        return 0;
+    t->lead = lead;
+    t->lead_us = t->fig[lead];
+    t->confirm_begun = 1;
+    t->order[t->n_order++] = pt;
+    t->order[t->n_order++] = lead;
+    t->fig[pt] = t->fig[lead] = -1; /* the fresh windows' figures replace these */
+    t->nfig[pt] = t->nfig[lead] = 0;
+    t->fig_mad[pt] = t->fig_mad[lead] = 0;
+    return 1;
+}
+
+/* Ends the round: the kept candidate, from the confirmation's two fresh figures when there was
+ * one, else from every figure; passthrough when nothing was measured. */
+static void choose_kept(prophet_trials_t *t)
+{
+    uint32_t nfig[PROPHET_CAND_COUNT];
+
+    memcpy(nfig, t->nfig, sizeof(nfig));
+    if (t->lead != PROPHET_CAND_NONE)
+        for (uint32_t c = 0; c < PROPHET_CAND_COUNT; c++)
+            if (c != t->lead && c != PROPHET_CAND_PASSTHROUGH)
+                nfig[c] = 0;
+    t->chosen =
+        prophet_trials_choose(t->fig, t->fig_mad, nfig, PROPHET_CAND_COUNT, PROPHET_TRIAL_TIE);
+    if (t->chosen == PROPHET_CAND_NONE)
+        t->chosen = PROPHET_CAND_PASSTHROUGH; /* nothing measured: hold nothing */
+    t->chosen_us = t->fig[t->chosen];
+    t->base_us = t->ref_probe = t->ref_backward = -1; /* baselines: from now on */
+    t->drift_run = 0;
+    t->phase = PROPHET_TRIAL_CHOSEN;
+    t->current = t->chosen;
+    t->n_recent = t->n_recent_probe = 0;
+}
+
 void prophet_trials_decide(prophet_trials_t *t, prophet_plan_trial_t *out)
 {
     memset(out, 0, sizeof(*out));
@@ -272,17 +319,10 @@ void prophet_trials_decide(prophet_trials_t *t, prophet_plan_trial_t *out)
             t->current = t->order[0];
         } else if (close_window(t, out) && ++t->pos < t->n_order) {
             t->current = t->order[t->pos];
+        } else if (t->pos >= t->n_order && confirm_begin(t)) {
+            t->current = t->order[t->pos];
         } else if (t->pos >= t->n_order) {
-            t->chosen = prophet_trials_choose(t->fig, t->fig_mad, t->nfig, PROPHET_CAND_COUNT,
-                                              PROPHET_TRIAL_TIE);
-            if (t->chosen == PROPHET_CAND_NONE)
-                t->chosen = PROPHET_CAND_PASSTHROUGH; /* nothing measured: hold nothing */
-            t->chosen_us = t->fig[t->chosen];
-            t->base_us = t->ref_probe = t->ref_backward = -1; /* baselines: from now on */
-            t->drift_run = 0;
-            t->phase = PROPHET_TRIAL_CHOSEN;
-            t->current = t->chosen;
-            t->n_recent = t->n_recent_probe = 0;
+            choose_kept(t);
         }
     }
     out->phase = t->phase;

@@ -225,18 +225,30 @@ typedef enum prophet_cand {
  * force by the next agreement + 2: within this many clean iterations of the change. */
 #define PROPHET_TRIAL_DRIFT_BOUND                                                                  \
     (PROPHET_TRIAL_DRIFT_RECENT / 2 + 1 + PROPHET_TRIAL_DRIFT_LASTS + PROPHET_TRIAL_CHECK_EVERY + 2)
+/* A round whose lowest figure is not passthrough's times the leader and passthrough once more,
+ * passthrough first, in fresh windows, and keeps the leader only if it wins again on those fresh
+ * figures alone (the lowest of several medians of a few samples is biased low: issue 12, DDP
+ * bucket view at 2.5 Gbit/s, a plan kept on a 62.5 ms trial figure ran at 71-73 ms where
+ * passthrough ran at 68 ms). */
+#define PROPHET_TRIAL_CONFIRM 2 /* windows added to such a round: passthrough's, the leader's */
 /* A round ends within this many iterations of its first agreement (every candidate distinct,
- * every one needing its second window, plus the agreement that announces the choice). */
+ * every one needing its second window, the confirmation's two, plus the agreement that announces
+ * the choice). */
 #define PROPHET_TRIAL_ROUND_BOUND                                                                  \
-    (PROPHET_CAND_COUNT * PROPHET_TRIAL_MAX_WINDOWS * PROPHET_TRIAL_WINDOW + 2)
+    ((PROPHET_CAND_COUNT + PROPHET_TRIAL_CONFIRM) * PROPHET_TRIAL_MAX_WINDOWS *                    \
+         PROPHET_TRIAL_WINDOW +                                                                    \
+     2)
 
 typedef struct prophet_trials {
     uint32_t phase; /* prophet_trial_phase_t; OFF until the first round begins */
     uint32_t round;
-    uint32_t order[PROPHET_CAND_COUNT], n_order, pos; /* this round's candidates */
-    uint32_t current;                                 /* the candidate being timed (or kept) */
-    uint32_t windows;                                 /* windows the current candidate had */
-    double fig[PROPHET_CAND_COUNT];                   /* median iteration time, < 0 untried */
+    uint32_t order[PROPHET_CAND_COUNT + PROPHET_TRIAL_CONFIRM], n_order, pos; /* this round's */
+    uint32_t lead;     /* the first pass's leader being confirmed, or PROPHET_CAND_NONE */
+    double lead_us;    /* its first-pass figure */
+    int confirm_begun; /* set when the confirmation begins; cleared by the caller that logs it */
+    uint32_t current;  /* the candidate being timed (or kept) */
+    uint32_t windows;  /* windows the current candidate had */
+    double fig[PROPHET_CAND_COUNT]; /* median iteration time, < 0 untried */
     uint32_t nfig[PROPHET_CAND_COUNT];
     double fig_mad[PROPHET_CAND_COUNT];   /* MAD of the samples behind fig */
     double fig_probe[PROPHET_CAND_COUNT]; /* median eBPF throughput in its window, < 0 none */

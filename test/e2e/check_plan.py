@@ -20,7 +20,9 @@ usage: check_plan.py LOGDIR NRANKS MODE
           next_in iterations apart), each judged figure is the median of the clean iteration
           times that the log itself shows for that window (first call to first call; every sample
           checked where its iterations were logged), and each round's choice is the lowest figure
-          (passthrough within TIE of it), announced within the round bound; within a round a
+          (passthrough within TIE of it), a leader other than passthrough kept only after it and
+          passthrough were timed again and only on those fresh figures, the choice announced
+          within the round bound; within a round a
           candidate's plan keeps the blocks it was timed with, in its trial windows and once kept.
           At least one round must have ended in a choice.
 Prints one line of figures; exit 1 with the first violation otherwise.
@@ -37,7 +39,7 @@ TIE = 0.02  # PROPHET_TRIAL_TIE (include/prophet/sched.h)
 NOISE_Z = 2.0  # PROPHET_TRIAL_NOISE_Z
 CANDIDATES = ["optimal", "passthrough", "prophet", "fusion", "buckets", "optimal-alpha4",
               "optimal-bw2"]  # PROPHET_CAND_* in order
-ROUND_BOUND = len(CANDIDATES) * 2 * 6 + 2  # PROPHET_TRIAL_ROUND_BOUND
+ROUND_BOUND = (len(CANDIDATES) + 2) * 2 * 6 + 2  # PROPHET_TRIAL_ROUND_BOUND (+2: the confirmation)
 
 
 def fail(msg):
@@ -106,7 +108,7 @@ def check_trials(d):
         return f[-1] if f else None
 
     samples, current, figs, rounds, checked, round_start = [], None, {}, 0, 0, None
-    spread = {}
+    spread, conf, conf_spread = {}, {}, {}
     timed = {}  # (round, candidate) -> the blocks of its first plan in that round
     for j, p in enumerate(loop):
         t = p["trial"]
@@ -140,18 +142,31 @@ def check_trials(d):
                     fail("rank 0: plan v%d: %s measured %d us, the log's iterations give %.1f us "
                          "(%s)" % (p["version"], current, jd["median_us"], m, samples))
                 checked += 1
-            figs[current] = jd["median_us"]
-            spread[current] = (figure_se(samples) if samples and
-                               all(s is not None for s in samples) else None)
+            se = figure_se(samples) if samples and all(s is not None for s in samples) else None
+            if current in figs:  # its second window of the round: the confirmation's
+                conf[current], conf_spread[current] = jd["median_us"], se
+            else:
+                figs[current], spread[current] = jd["median_us"], se
             samples = []
         elif (current != t["candidate"] or t["phase"] == "chosen" or
               loop[j - 1]["trial"]["phase"] != "trial" or loop[j - 1]["trial"]["round"] != t["round"]):
             samples = []  # a new candidate, a new round (trials.c: begin) or the choice
         if t["phase"] == "trial" and (j == 0 or loop[j - 1]["trial"]["round"] != t["round"]):
-            figs, spread, round_start = {}, {}, k
+            figs, spread, conf, conf_spread, round_start = {}, {}, {}, {}, k
         if t["phase"] == "chosen" and (j == 0 or loop[j - 1]["trial"]["phase"] == "trial"):
             if not figs:
                 fail("rank 0: plan v%d chose %s with no figure" % (p["version"], t["candidate"]))
+            lead = choose(figs, spread)
+            leads = lead if isinstance(lead, tuple) else (lead,)
+            if conf:  # the first pass's leader and passthrough, timed again: their fresh figures
+                others = set(conf) - {"passthrough"}
+                if "passthrough" not in conf or len(conf) != 2 or not others <= set(leads):
+                    fail("rank 0: round %d timed %s again, the first pass's figures %s lead %s" %
+                         (t["round"], sorted(conf), figs, lead))
+                figs, spread = conf, conf_spread
+            elif t["candidate"] != "passthrough" and "passthrough" in figs:
+                fail("rank 0: round %d kept %s without timing it again against passthrough "
+                     "(the figures %s)" % (t["round"], t["candidate"], figs))
             want = choose(figs, spread)
             if t["candidate"] not in (want if isinstance(want, tuple) else (want,)):
                 fail("rank 0: round %d chose %s, the figures %s (standard errors %s) make it %s"
