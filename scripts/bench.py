@@ -27,10 +27,18 @@ sweep up where it stopped:
   scripts/bench.sh --modes per-tensor,per-param-sync,ddp,ddp-view,horovod --repeat 3 \
                    --fixed-iters 80 --fixed-warmup 40 --resume docs/sweep.json \
                    --check-best 1.03 --out docs/sweep.md
+
+Under a table with a default column and repeated runs, the noise: the runs of one cell spread by a
+coefficient of variation pooled over every cell, the standard error that gives a cell and the
+'default vs none' ratio, and that ratio pooled over the rows of each kind of pattern (per-call:
+per-tensor, per-param-sync; already fused: DDP, its bucket view, Horovod) as a geometric mean with
+a 95% interval. A bound of 0.99x on one row means little when the ratio's own standard error is
+2-3%; pooled over twenty rows it is a test of a cost of 1%.
 """
 import argparse
 import datetime
 import json
+import math
 import os
 import platform
 import random
@@ -395,6 +403,9 @@ def main():
         if a.resume:
             cells.append(f'{r["started"]} - {r["finished"][11:]}, {r["commit"]}')
         md.append(f'| {r["profile"]} | {r["mode"]} | {r["ranks"]} | {r["bw"]} | {opt} | ' + " | ".join(cells) + " |")
+    if verdicts:
+        md.append("")
+        md.extend(noise_summary(rows))
     text = "\n".join(md) + "\n"
     print(text)
     if a.out:
@@ -427,6 +438,42 @@ def main():
     failed |= check_best(a, rows)
     if failed:
         sys.exit(1)
+
+
+# the patterns whose calls reach NCCL one tensor at a time, and those that fuse them already
+PATTERN_KINDS = (("per-call", ("per-tensor", "per-param-sync")),
+                 ("already fused", ("ddp", "ddp-view", "horovod")))
+
+
+def noise_summary(rows):
+    """Lines under the table: how far apart the runs of one cell are (pooled over every cell),
+    what that makes the standard error of a cell and of 'default vs none', and 'default vs none'
+    pooled over the rows of each kind of pattern (geometric mean; 95% interval from the rows'
+    own spread, so it holds the noise and the rows' real differences alike)."""
+    cells = [v for r in rows for v in r.get("runs_us", {}).values() if len(v) > 1]
+    if not cells:
+        return []
+    cv = math.sqrt(statistics.mean((statistics.stdev(v) / statistics.mean(v)) ** 2 for v in cells))
+    n = statistics.median(len(v) for v in cells)
+    se_cell = 1.2533 * cv / math.sqrt(n)  # the median of n normal runs: sqrt(pi/2) x the mean's
+    se_ratio = math.sqrt(2) * se_cell
+    below = 0.5 * (1 + math.erf(-0.01 / se_ratio / math.sqrt(2)))
+    out = [f"Noise: the runs of one cell spread by {100 * cv:.1f}% (coefficient of variation, pooled "
+           f"over {len(cells)} cells), so a cell (the median of {n:g} runs) has a standard error of "
+           f"about {100 * se_cell:.1f}% and 'default vs none' of about {100 * se_ratio:.1f}%: a default "
+           f"exactly as fast as no preload would read below 0.99x in about {100 * below:.0f}% of rows.\n"]
+    for kind, modes in PATTERN_KINDS:
+        sub = [r["speedup_vs_none"]["default"] for r in rows
+               if r["mode"] in modes and "default" in r.get("speedup_vs_none", {})]
+        if not sub:
+            continue
+        logs = [math.log(x) for x in sub]
+        m = statistics.mean(logs)
+        half = 1.96 * statistics.stdev(logs) / math.sqrt(len(logs)) if len(logs) > 1 else 0.0
+        out.append(f"Default vs none over the {len(sub)} {kind} row(s) ({', '.join(modes)}): "
+                   f"geometric mean {math.exp(m):.3f}x, 95% interval {math.exp(m - half):.3f}-"
+                   f"{math.exp(m + half):.3f}x; {sum(x < 0.99 for x in sub)} row(s) below 0.99x.\n")
+    return out
 
 
 def check_best(a, rows):

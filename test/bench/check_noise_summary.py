@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""bench.noise_summary: the lines scripts/bench.py prints under a table with a default column,
+from rows built so that the answer is known: every cell's runs are 99, 100 and 101 (a coefficient
+of variation of exactly 1%), the per-call rows' 'default vs none' are 1.1 and 1.21 (geometric
+mean 1.1 x sqrt(1.1) = 1.154) and the already-fused rows' 0.98, 0.98 and 1.00 (geometric mean
+0.987, two rows below 0.99x). Runs nothing.
+
+  check_noise_summary.py
+"""
+import importlib.util
+import math
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def fail(msg, lines):
+    print(f"FAIL: {msg}")
+    print("\n".join(lines))
+    sys.exit(1)
+
+
+def row(mode, speedup):
+    return {"mode": mode, "speedup_vs_none": {"default": speedup, "fusion": 1.0},
+            "runs_us": {c: [99.0, 100.0, 101.0] for c in ("none", "default", "fusion")}}
+
+
+def main():
+    spec = importlib.util.spec_from_file_location("bench", os.path.join(ROOT, "scripts", "bench.py"))
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rows = [row("per-tensor", 1.1), row("per-param-sync", 1.21), row("ddp", 0.98),
+            row("ddp-view", 0.98), row("horovod", 1.0)]
+    lines = bench.noise_summary(rows)
+    text = " ".join(lines)
+    m = re.search(r"spread by ([0-9.]+)% .*pooled over (\d+) cells.*standard error of about "
+                  r"([0-9.]+)% and 'default vs none' of about ([0-9.]+)%", text)
+    if not m or m.group(1) != "1.0" or m.group(2) != "15":
+        fail("the pooled spread is not 1.0% over 15 cells", lines)
+    se_cell = 1.2533 * 0.01 / math.sqrt(3)
+    if m.group(3) != f"{100 * se_cell:.1f}" or m.group(4) != f"{100 * math.sqrt(2) * se_cell:.1f}":
+        fail(f"standard errors {m.group(3)}% and {m.group(4)}%, want {100 * se_cell:.1f}% and "
+             f"{100 * math.sqrt(2) * se_cell:.1f}%", lines)
+    want = {"per-call": ("2", f"{1.1 * math.sqrt(1.1):.3f}", "0"),
+            "already fused": ("3", f"{(0.98 * 0.98) ** (1 / 3):.3f}", "2")}
+    for kind, (n, gm, below) in want.items():
+        k = re.search(rf"over the (\d+) {kind} row\(s\).*?geometric mean ([0-9.]+)x.*?(\d+) row\(s\) "
+                      rf"below 0.99x", text)
+        if not k or k.groups() != (n, gm, below):
+            fail(f"{kind}: got {k.groups() if k else None}, want {(n, gm, below)}", lines)
+    if bench.noise_summary([row("ddp", 1.0) | {"runs_us": {"none": [1.0]}}]) != []:
+        fail("one run per cell: no spread to pool, so no line", lines)
+    print("ok: the pooled spread, the standard errors and each kind's geometric mean")
+
+
+if __name__ == "__main__":
+    main()
