@@ -5,14 +5,16 @@
  * ranks wait for) and runs sched/trials.c: each candidate plan is broadcast in turn and is in force
  * for PROPHET_TRIAL_WINDOW iterations on every rank (the plan broadcast makes the iterations the
  * same everywhere); its figure, the median of its clean iterations, travels in the next plan so
- * that every rank logs the same figures and the same choice. Iterations that carry a broadcast or
- * a measurement (held in runs of PROPHET_BLOCK_MAX) are not samples. A candidate's plan is made
- * once a round, when its first window begins: the plan timed is the plan kept, broadcast again
- * every PROPHET_TRIAL_CHECK_EVERY iterations, until a drift of the iteration time, of the eBPF
- * throughput or of the profile starts a new round.
- * When the plan in force is passthrough, calls go straight to NCCL: only one iteration in
- * PROPHET_SAMPLE_EVERY is observed (measured), so that a job the preload cannot help pays for
- * little more than the learner's bookkeeping. */
+ * that every rank logs the same figures and the same choice; a leader other than passthrough is
+ * timed again beside passthrough before it is kept (PROPHET_TRIAL_CONFIRM). Iterations that carry a
+ * broadcast or a measurement (held in runs of PROPHET_BLOCK_MAX) are not samples. A candidate's
+ * plan is made once a round, when its first window begins: the plan timed is the plan kept,
+ * broadcast again every PROPHET_TRIAL_CHECK_EVERY iterations, until a drift of the iteration time,
+ * of the eBPF throughput or of the profile starts a new round. When the plan in force is
+ * passthrough, calls go straight to NCCL: only one iteration in PROPHET_SAMPLE_EVERY is observed
+ * (measured), so that a job the preload cannot help pays for little more than the learner's
+ * bookkeeping and the eBPF probe (a probe per rank measured 1-6% of an emulated job's iteration
+ * time: docs/benchmarks.md, issue 12's sweep). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

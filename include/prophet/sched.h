@@ -225,11 +225,11 @@ typedef enum prophet_cand {
  * force by the next agreement + 2: within this many clean iterations of the change. */
 #define PROPHET_TRIAL_DRIFT_BOUND                                                                  \
     (PROPHET_TRIAL_DRIFT_RECENT / 2 + 1 + PROPHET_TRIAL_DRIFT_LASTS + PROPHET_TRIAL_CHECK_EVERY + 2)
-/* A round whose lowest figure is not passthrough's times the leader and passthrough once more,
- * passthrough first, in fresh windows, and keeps the leader only if it wins again on those fresh
- * figures alone (the lowest of several medians of a few samples is biased low: issue 12, DDP
- * bucket view at 2.5 Gbit/s, a plan kept on a 62.5 ms trial figure ran at 71-73 ms where
- * passthrough ran at 68 ms). */
+/* A round whose choice by those rules (prophet_trials_choose) is not passthrough times that
+ * leader and passthrough once more, passthrough first, in fresh windows, and keeps the leader
+ * only if the same rules pick it again on those two fresh figures alone (the lowest of several
+ * medians of a few samples is biased low: issue 12, DDP bucket view at 2.5 Gbit/s, a plan kept on
+ * a 62.5 ms trial figure ran at 71-73 ms where passthrough ran at 68 ms). */
 #define PROPHET_TRIAL_CONFIRM 2 /* windows added to such a round: passthrough's, the leader's */
 /* A round ends within this many iterations of its first agreement (every candidate distinct,
  * every one needing its second window, the confirmation's two, plus the agreement that announces
