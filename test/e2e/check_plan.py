@@ -22,8 +22,8 @@ usage: check_plan.py LOGDIR NRANKS MODE
           checked where its iterations were logged), and each round's choice is the lowest figure
           (passthrough within TIE of it), a leader other than passthrough kept only after it and
           passthrough were timed again and only on those fresh figures, the choice announced
-          within the round bound; within a round a
-          candidate's plan keeps the blocks it was timed with, in its trial windows and once kept.
+          within the round bound; within a round a candidate's plan keeps the blocks it was
+          timed with, in its trial windows and once kept.
           At least one round must have ended in a choice.
 Prints one line of figures; exit 1 with the first violation otherwise.
 (The summary line's plans>=1 and plan_rejects=0 on every rank are checked by run_emu.sh.)
