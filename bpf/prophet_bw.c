@@ -1,7 +1,9 @@
 /* libprophet_bw: the throughput source behind include/prophet/bw.h.
  *
- * Three sources, all read the same way by prophet_bw_read():
+ * Four sources, all read the same way by prophet_bw_read():
  *  - in-process: this process loads prophet_bw.bpf.c itself (root or CAP_BPF+CAP_PERFMON);
+ *  - shared: one probe for the host, loaded and pinned by the first process that wanted it, read
+ *    by the others; its ownership passes on when the owner goes (bw.h);
  *  - daemon: the maps prophet-bwmon pinned in a bpffs directory, opened read-only;
  *  - daemon shm: prophet-bwmon's POSIX shared-memory snapshot, for kernels that refuse bpf() to
  *    users (older kernels with kernel.unprivileged_bpf_disabled != 0 refuse even BPF_OBJ_GET). */
@@ -13,8 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,6 +44,11 @@ struct prophet_bw {
     int ncpu;
     struct prophet_bw_counts *percpu;
     char pin_proc[512]; /* pinned path, checked on every read: gone means the daemon stopped */
+    /* shared probe */
+    char pin_dir[400];
+    int lock_fd;    /* the host's lock file; the owner holds a write lock on it */
+    int owner_pid;  /* whose pins proc_fd and host_fd are (getpid() when this one owns) */
+    int cannot_own; /* loading failed here once (no privilege): only follow */
     const struct prophet_bw_shm *shm;
     size_t shm_len;
     /* smoothing */
@@ -75,6 +85,8 @@ const char *prophet_bw_source_name(prophet_bw_source_t source)
         return "daemon";
     case PROPHET_BW_DAEMON_SHM:
         return "daemon-shm";
+    case PROPHET_BW_SHARED:
+        return "shared";
     default:
         return "none";
     }
@@ -292,6 +304,240 @@ static int prophet_bw_open_shm(prophet_bw_t *bw, const char *pin_dir, char *why,
     return 0;
 }
 
+/* ---------------------------------------------------------------- one probe per host (shared) */
+
+#define PROPHET_BW_SHARED_PREFIX "prophet_rk_"
+#define PROPHET_BW_SHARED_WAIT_US 5000000 /* for the owner's pins to appear, at open */
+
+static void prophet_bw_shared_pin_path(const prophet_bw_t *bw, const char *what, int pid, char *buf,
+                                       size_t len)
+{
+    snprintf(buf, len, "%s/" PROPHET_BW_SHARED_PREFIX "%s_%d", bw->pin_dir, what, pid);
+}
+
+/* The pid that holds the write lock on the host's lock file, 0 when none, negative errno. */
+static int prophet_bw_shared_holder(int fd)
+{
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    if (fcntl(fd, F_GETLK, &fl))
+        return -errno;
+    return fl.l_type == F_UNLCK ? 0 : (int)fl.l_pid;
+}
+
+static int prophet_bw_shared_lock(int fd, short type)
+{
+    struct flock fl = {.l_type = type, .l_whence = SEEK_SET};
+    return fcntl(fd, F_SETLK, &fl) ? -errno : 0;
+}
+
+/* Removes the pins a former owner left (it was killed before it could). */
+static void prophet_bw_shared_unpin_stale(const prophet_bw_t *bw)
+{
+    DIR *d = opendir(bw->pin_dir);
+    if (!d)
+        return;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (!strncmp(e->d_name, PROPHET_BW_SHARED_PREFIX, strlen(PROPHET_BW_SHARED_PREFIX)))
+            unlinkat(dirfd(d), e->d_name, 0);
+    }
+    closedir(d);
+}
+
+static int prophet_bw_shared_pin(int fd, const char *path)
+{
+    if (bpf_obj_pin(fd, path))
+        return -errno;
+    return chmod(path, 0644) ? -errno : 0;
+}
+
+static void prophet_bw_shared_drop(prophet_bw_t *bw)
+{
+    if (bw->probe) {
+        prophet_bw_probe_destroy(bw->probe); /* owns proc_fd and host_fd */
+        bw->probe = NULL;
+    } else {
+        if (bw->proc_fd >= 0)
+            close(bw->proc_fd);
+        if (bw->host_fd >= 0)
+            close(bw->host_fd);
+    }
+    bw->proc_fd = bw->host_fd = -1;
+    bw->owner_pid = 0;
+    bw->have_prev = 0; /* other counters: the next interval starts afresh, the rate goes on */
+}
+
+/* 0 when dir is on a bpffs, or would be made on one; -ENOTSUP on another filesystem. */
+static int prophet_bw_shared_on_bpffs(const char *dir)
+{
+    struct statfs sf;
+    char parent[400];
+    if (statfs(dir, &sf) == 0)
+        return (unsigned long)sf.f_type == BPF_FS_MAGIC ? 0 : -ENOTSUP;
+    if (errno != ENOENT)
+        return -errno;
+    snprintf(parent, sizeof(parent), "%s", dir);
+    char *slash = strrchr(parent, '/');
+    if (!slash || slash == parent)
+        return -ENOTSUP;
+    *slash = '\0';
+    if (statfs(parent, &sf))
+        return -errno;
+    return (unsigned long)sf.f_type == BPF_FS_MAGIC ? 0 : -ENOTSUP;
+}
+
+/* Takes the ownership: the lock, then the probe for every process, then the pins. 0, -EBUSY when
+ * another process holds the lock, or another negative errno (lock released). */
+static int prophet_bw_shared_take(prophet_bw_t *bw, char *why, size_t why_len)
+{
+    char proc_path[512], host_path[512];
+    int err = prophet_bw_shared_on_bpffs(bw->pin_dir);
+    if (err) {
+        prophet_bw_why(why, why_len, "shared probe: %s is not on a bpffs (%s)", bw->pin_dir,
+                       strerror(-err));
+        bw->cannot_own = 1;
+        return err;
+    }
+    err = prophet_bw_shared_lock(bw->lock_fd, F_WRLCK);
+    if (err)
+        return err == -EAGAIN || err == -EACCES ? -EBUSY : err;
+    prophet_bw_shared_drop(bw);
+    err = prophet_bw_probe_load(&bw->probe, 0, why, why_len);
+    if (err) {
+        bw->cannot_own = 1;
+        goto fail;
+    }
+    bw->proc_fd = prophet_bw_probe_proc_fd(bw->probe);
+    bw->host_fd = prophet_bw_probe_host_fd(bw->probe);
+    prophet_bw_shared_unpin_stale(bw);
+    if (mkdir(bw->pin_dir, 0755) == 0)
+        chmod(bw->pin_dir, 0755);
+    prophet_bw_shared_pin_path(bw, "host", (int)getpid(), host_path, sizeof(host_path));
+    prophet_bw_shared_pin_path(bw, "proc", (int)getpid(), proc_path, sizeof(proc_path));
+    /* host first: a follower that opens proc finds host there too */
+    err = prophet_bw_shared_pin(bw->host_fd, host_path);
+    if (!err)
+        err = prophet_bw_shared_pin(bw->proc_fd, proc_path);
+    if (err) {
+        prophet_bw_why(why, why_len, "shared probe: cannot pin in %s: %s", bw->pin_dir,
+                       strerror(-err));
+        unlink(host_path);
+        bw->cannot_own = 1;
+        goto fail;
+    }
+    bw->owner_pid = (int)getpid();
+    return 0;
+fail:
+    prophet_bw_shared_drop(bw);
+    prophet_bw_shared_lock(bw->lock_fd, F_UNLCK);
+    return err;
+}
+
+/* Opens the pins of owner pid, read-only. -ENOENT while the owner has not pinned them yet. */
+static int prophet_bw_shared_follow(prophet_bw_t *bw, int pid)
+{
+    char proc_path[512], host_path[512];
+    LIBBPF_OPTS(bpf_obj_get_opts, opts, .file_flags = BPF_F_RDONLY);
+    prophet_bw_shared_drop(bw);
+    prophet_bw_shared_pin_path(bw, "proc", pid, proc_path, sizeof(proc_path));
+    prophet_bw_shared_pin_path(bw, "host", pid, host_path, sizeof(host_path));
+    int pfd = bpf_obj_get_opts(proc_path, &opts);
+    if (pfd < 0)
+        return -errno;
+    int hfd = bpf_obj_get_opts(host_path, &opts);
+    if (hfd < 0) {
+        int err = -errno;
+        close(pfd);
+        return err;
+    }
+    bw->proc_fd = pfd;
+    bw->host_fd = hfd;
+    bw->owner_pid = pid;
+    return 0;
+}
+
+/* Before a read: follows the owner of now, or becomes it when there is none. 0: the maps are the
+ * owner's; -EAGAIN: the owner has not pinned yet (or is leaving); another negative errno. */
+static int prophet_bw_shared_sync(prophet_bw_t *bw, char *why, size_t why_len)
+{
+    if (bw->probe)
+        return 0; /* the owner: its lock lives as long as it does */
+    for (int tries = 0; tries < 4; tries++) {
+        int pid = prophet_bw_shared_holder(bw->lock_fd);
+        if (pid < 0)
+            return pid;
+        if (pid == 0) {
+            if (bw->cannot_own) {
+                prophet_bw_shared_drop(bw);
+                prophet_bw_why(why, why_len, "shared probe: no owner, and none can load it here");
+                return -EAGAIN;
+            }
+            int err = prophet_bw_shared_take(bw, why, why_len);
+            if (err != -EBUSY)
+                return err;
+            continue; /* another process took it meanwhile: follow it */
+        }
+        if (pid == bw->owner_pid && bw->proc_fd >= 0)
+            return 0;
+        int err = prophet_bw_shared_follow(bw, pid);
+        return err == -ENOENT ? -EAGAIN : err;
+    }
+    return -EAGAIN;
+}
+
+static void prophet_bw_shared_lock_path(const char *pin_dir, char *buf, size_t len)
+{
+    char name[128];
+    prophet_bw_shm_name(pin_dir, name, sizeof(name));
+    snprintf(buf, len, "/dev/shm%s.ranks", name);
+}
+
+static int prophet_bw_open_shared(prophet_bw_t *bw, const char *pin_dir, char *why, size_t why_len)
+{
+    char lock_path[256];
+    int err;
+    snprintf(bw->pin_dir, sizeof(bw->pin_dir), "%s", pin_dir);
+    prophet_bw_shared_lock_path(pin_dir, lock_path, sizeof(lock_path));
+    bw->lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (bw->lock_fd >= 0) {
+        fchmod(bw->lock_fd, 0666); /* any user may follow, or own where it may load */
+    } else if (errno == EACCES) {
+        bw->lock_fd = open(lock_path, O_RDONLY | O_CLOEXEC);
+        bw->cannot_own = 1;
+    }
+    if (bw->lock_fd < 0) {
+        err = -errno;
+        prophet_bw_why(why, why_len, "shared probe: cannot open %s (%s)", lock_path,
+                       strerror(errno));
+        return err;
+    }
+    bw->source = PROPHET_BW_SHARED;
+    int64_t deadline = prophet_bw_now_us() + PROPHET_BW_SHARED_WAIT_US;
+    while ((err = prophet_bw_shared_sync(bw, why, why_len)) == -EAGAIN && !bw->cannot_own &&
+           prophet_bw_now_us() < deadline) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL); /* the owner is still loading its probe */
+    }
+    if (err == -EAGAIN)
+        prophet_bw_why(why, why_len, "shared probe: the owner (pid %d) pinned nothing in %s",
+                       prophet_bw_shared_holder(bw->lock_fd), pin_dir);
+    return err;
+}
+
+static void prophet_bw_close_shared(prophet_bw_t *bw)
+{
+    if (bw->probe) {
+        char path[512];
+        prophet_bw_shared_pin_path(bw, "proc", (int)getpid(), path, sizeof(path));
+        unlink(path); /* followers see it gone, then the lock free: one of them takes over */
+        prophet_bw_shared_pin_path(bw, "host", (int)getpid(), path, sizeof(path));
+        unlink(path);
+    }
+    prophet_bw_shared_drop(bw);
+    if (bw->lock_fd >= 0)
+        close(bw->lock_fd); /* releases the lock */
+    bw->lock_fd = -1;
+}
+
 /* ---------------------------------------------------------------- pinned maps */
 
 static int prophet_bw_open_pinned(prophet_bw_t *bw, const char *pin_dir, char *why, size_t why_len)
@@ -352,7 +598,7 @@ static int prophet_bw_open_inprocess(prophet_bw_t *bw, int only, char *why, size
 prophet_bw_t *prophet_bw_open(int mode, const char *pin_dir, int pid, char *why, int why_len)
 {
     size_t wl = why_len > 0 ? (size_t)why_len : 0;
-    char why2[256] = "";
+    char why2[256] = "", why3[256] = "";
     int err = -EINVAL, only = (mode & PROPHET_BW_OPEN_ONLY_PID) != 0;
 
     mode &= ~PROPHET_BW_OPEN_ONLY_PID;
@@ -373,7 +619,7 @@ prophet_bw_t *prophet_bw_open(int mode, const char *pin_dir, int pid, char *why,
         prophet_bw_why(why, wl, "out of memory");
         return NULL;
     }
-    bw->proc_fd = bw->host_fd = -1;
+    bw->proc_fd = bw->host_fd = bw->lock_fd = -1;
     bw->pid = pid > 0 ? (uint32_t)pid : (uint32_t)getpid();
 
     switch (mode) {
@@ -386,14 +632,23 @@ prophet_bw_t *prophet_bw_open(int mode, const char *pin_dir, int pid, char *why,
     case PROPHET_BW_OPEN_DAEMON_SHM:
         err = prophet_bw_open_shm(bw, pin_dir, why, wl);
         break;
+    case PROPHET_BW_OPEN_SHARED:
+        err = prophet_bw_open_shared(bw, pin_dir, why, wl);
+        break;
     default:
-        /* A running prophet-bwmon first: one probe per host, whatever the number of ranks. */
+        /* One probe per host, whatever the number of ranks: a running prophet-bwmon's, else the
+         * one the host's first rank loaded; a probe of this process's own only when neither can
+         * be had (no bpffs, or pinning refused). */
         err = prophet_bw_open_daemon(bw, pin_dir, why2, sizeof(why2));
         if (err)
+            err = prophet_bw_open_shared(bw, pin_dir, why3, sizeof(why3));
+        if (err) {
+            prophet_bw_close_shared(bw);
             err = prophet_bw_open_inprocess(bw, only, why, wl);
+        }
         if (err && wl) {
             size_t n = strlen(why);
-            snprintf(why + n, wl - n, "; %s", why2);
+            snprintf(why + n, wl - n, "; %s; %s", why3, why2);
         }
         break;
     }
@@ -496,6 +751,8 @@ int prophet_bw_read(prophet_bw_t *bw, prophet_bw_sample_t *out)
     memset(&s, 0, sizeof(s));
     if (bw->source == PROPHET_BW_DAEMON_SHM)
         err = prophet_bw_read_shm(bw, &s);
+    else if (bw->source == PROPHET_BW_SHARED && (err = prophet_bw_shared_sync(bw, NULL, 0)) != 0)
+        return err;
     else
         err = prophet_bw_read_maps(bw, &s);
     if (err)
@@ -509,6 +766,8 @@ void prophet_bw_close(prophet_bw_t *bw)
 {
     if (!bw)
         return;
+    if (bw->source == PROPHET_BW_SHARED || bw->lock_fd >= 0)
+        prophet_bw_close_shared(bw);
     if (bw->probe) {
         prophet_bw_probe_destroy(bw->probe); /* owns proc_fd and host_fd */
     } else {

@@ -243,4 +243,8 @@ void prophet_poller_stop(void)
         return;
     for (int i = 0; i < 500 && !atomic_load(&prophet_poller_exited); i++)
         nanosleep(&ts, NULL);
+    if (prophet_bw && atomic_load(&prophet_poller_exited)) {
+        prophet_bw_close(prophet_bw); /* the host's shared probe: hands it on to another rank */
+        prophet_bw = NULL;
+    }
 }

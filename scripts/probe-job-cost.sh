@@ -3,10 +3,12 @@
 # (PROPHET_POLICY=passthrough): interleaved rounds of four columns on prophet-emu, run as
 # scripts/bench.py runs it, each the median iteration time after the warm-up:
 #   none      no preload
+#   shared    passthrough, one probe for the host that the first rank loads (PROPHET_BWMON=shared,
+#             what the default `auto` picks when no prophet-bwmon runs)
 #   process   passthrough, every rank loading its own probe (PROPHET_BWMON=process)
 #   daemon    passthrough, one probe for the host: prophet-bwmon --daemon, started for the run
 #   off       passthrough, no probe (PROPHET_BWMON=off)
-# Long (ROUNDS x 4 runs); not in CI. Needs root (the probe). docs/benchmarks.md, issue 12's sweep.
+# Long (ROUNDS x 5 runs); not in CI. Needs root (the probe). docs/benchmarks.md, issue 12's sweep.
 #   scripts/probe-job-cost.sh [BUILD_DIR]
 #   env: MODE (per-param-sync) PROFILE (resnet50) RANKS (4) BW (1Gbit) ROUNDS (3) ITERS (80) WARMUP (40)
 set -eu
@@ -16,8 +18,8 @@ mode=${MODE:-per-param-sync} profile=${PROFILE:-resnet50} ranks=${RANKS:-4} bw=$
 rounds=${ROUNDS:-3} iters=${ITERS:-80} warmup=${WARMUP:-40}
 [ "$(id -u)" = 0 ] || { echo "probe-job-cost.sh: needs root" >&2; exit 77; }
 grep -q " /sys/fs/bpf bpf " /proc/mounts || mount -t bpf bpf /sys/fs/bpf
-work=$(mktemp -d) pin=/sys/fs/bpf/prophet-jobcost-$$ dpid=
-trap '[ -n "$dpid" ] && kill $dpid 2>/dev/null; wait 2>/dev/null; rm -rf "$work" "$pin"' EXIT
+work=$(mktemp -d) pin=/sys/fs/bpf/prophet-jobcost-$$ spin=/sys/fs/bpf/prophet-jobcost-shared-$$ dpid=
+trap '[ -n "$dpid" ] && kill $dpid 2>/dev/null; wait 2>/dev/null; rm -rf "$work" "$pin" "$spin"' EXIT
 extra=
 [ "$mode" = ddp-view ] && mode=ddp && extra=--bucket-view
 
@@ -40,6 +42,7 @@ echo "$profile $mode${extra:+ (bucket view)}, $ranks ranks, $bw, $iters iteratio
 for r in $(seq "$rounds"); do
     echo "round $r"
     run none X=1
+    run shared $pre PROPHET_BWMON=shared PROPHET_BWMON_PIN="$spin"
     run process $pre PROPHET_BWMON=process
     "$build/bin/prophet-bwmon" --daemon --pin "$pin" --no-shm 2>/dev/null &
     dpid=$!

@@ -449,8 +449,8 @@ static void check_bpf(const prophet_config_t *cfg)
              "no bpffs mounted: prophet-bwmon cannot pin its maps");
     struct stat st;
     char map[600];
-    snprintf(map, sizeof(map), "%s", cfg->bwmon_pin);
-    if (stat(map, &st) == 0 && S_ISDIR(st.st_mode)) {
+    snprintf(map, sizeof(map), "%s/prophet_proc", cfg->bwmon_pin); /* the daemon's pin */
+    if (stat(map, &st) == 0) {
         line("PASS", "ebpf", NULL, "prophet-bwmon's pinned maps at %s", cfg->bwmon_pin);
     } else {
         snprintf(fix, sizeof(fix), "sudo prophet-bwmon --daemon --pin %s", cfg->bwmon_pin);

@@ -15,6 +15,7 @@ typedef enum prophet_bw_source {
     PROPHET_BW_INPROCESS,  /* this process loaded the probe */
     PROPHET_BW_DAEMON,     /* reading prophet-bwmon's pinned maps */
     PROPHET_BW_DAEMON_SHM, /* reading prophet-bwmon's shared-memory export (bpf() refused) */
+    PROPHET_BW_SHARED,     /* one probe for the host, loaded by the first process that wanted it */
 } prophet_bw_source_t;
 
 typedef struct prophet_bw_sample {
@@ -32,11 +33,18 @@ typedef struct prophet_bw_sample {
 #define PROPHET_BW_TAU_US 500000
 
 /* open modes: the values of prophet_bwmon_mode_t (config.h). */
-#define PROPHET_BW_OPEN_AUTO 0       /* prophet-bwmon if it runs, else in-process, (else NULL) */
+#define PROPHET_BW_OPEN_AUTO 0       /* prophet-bwmon, else shared, else in-process, (else NULL) */
 #define PROPHET_BW_OPEN_OFF 1        /* always NULL, reason "disabled" */
 #define PROPHET_BW_OPEN_PROCESS 2    /* only the in-process probe (root or CAP_BPF+CAP_PERFMON) */
 #define PROPHET_BW_OPEN_DAEMON 3     /* only prophet-bwmon: pinned maps, else its shm export */
-#define PROPHET_BW_OPEN_DAEMON_SHM 4 /* only prophet-bwmon's shm export (tests, diagnosis) */
+#define PROPHET_BW_OPEN_SHARED 4     /* only the host's shared probe (see below) */
+#define PROPHET_BW_OPEN_DAEMON_SHM 5 /* only prophet-bwmon's shm export (tests, diagnosis) */
+/* The shared probe: the first process that opens it loads the probe for the whole host and pins
+ * its maps in pin_dir (prophet_rk_proc_<pid>, prophet_rk_host_<pid>); it holds a POSIX write lock
+ * on /dev/shm/prophet-bw[-<hash of pin_dir>].ranks while it lives. Every other process opens the
+ * owner's pins read-only. When the owner exits or dies, the next read of another process takes the
+ * ownership over (it loads the probe and pins its own maps); the others follow. One program runs
+ * on a socket call, whatever the number of ranks on the host. */
 /* Or'd into the mode: an in-process probe counts only the followed process (its host counters
  * are then that process's too). What a rank opens for itself: with N ranks on a host, N probes
  * run on every socket call, and each but one leaves before touching a map. No effect on the
@@ -51,7 +59,8 @@ prophet_bw_t *prophet_bw_open(int mode, const char *pin_dir, int pid, char *why,
 prophet_bw_source_t prophet_bw_source(const prophet_bw_t *bw);
 const char *prophet_bw_source_name(prophet_bw_source_t source); /* "in-process", "daemon", ... */
 /* Reads the counters now and updates the smoothed rates. 0 ok, negative errno on error
- * (-ESTALE: prophet-bwmon stopped; close and open again). Not thread-safe per handle. */
+ * (-ESTALE: prophet-bwmon stopped; close and open again; -EAGAIN: the shared probe is changing
+ * hands, read again later). Not thread-safe per handle. */
 int prophet_bw_read(prophet_bw_t *bw, prophet_bw_sample_t *out);
 void prophet_bw_close(prophet_bw_t *bw);
 

@@ -25,13 +25,14 @@
 #define PROPHET_VALUES_gate(V)                                                                     \
     V(PROPHET_GATE_OBSERVE, "observe")                                                             \
     V(PROPHET_GATE_HOLD, "hold")
-/* auto: in-process probe if privileged, else prophet-bwmon's pin, else fitted; process: only the
- * in-process probe; daemon: only prophet-bwmon's pinned map */
+/* auto: prophet-bwmon's pins, else the host's shared probe, else an in-process probe, else fitted;
+ * process, daemon, shared: only that one (the values are bw.h's PROPHET_BW_OPEN_*) */
 #define PROPHET_VALUES_bwmon(V)                                                                    \
     V(PROPHET_BWMON_AUTO, "auto")                                                                  \
     V(PROPHET_BWMON_OFF, "off")                                                                    \
     V(PROPHET_BWMON_PROCESS, "process")                                                            \
-    V(PROPHET_BWMON_DAEMON, "daemon")
+    V(PROPHET_BWMON_DAEMON, "daemon")                                                              \
+    V(PROPHET_BWMON_SHARED, "shared")
 
 #define PROPHET_ENUM_ITEM(id, name) id,
 #define PROPHET_ENUM_NAME(id, name) [id] = name,
@@ -87,8 +88,8 @@ typedef enum prophet_bwmon_mode { PROPHET_VALUES_bwmon(PROPHET_ENUM_ITEM) } prop
     X(BYTES, CREDIT_BYTES, credit_bytes, uint64_t, 0, 0, 0, "0",                                   \
       "the `prophet` policy's credit window after gradient 0 (`0`: auto)")                         \
     X(ENUM, BWMON, bwmon, prophet_bwmon_mode_t, PROPHET_BWMON_AUTO, 0, 0, "auto",                  \
-      "eBPF throughput: `auto` is prophet-bwmon's maps, else an in-process probe, else fitted; "   \
-      "`process` and `daemon` only one of the two")                                                \
+      "eBPF throughput: `auto` is prophet-bwmon's maps, else one probe shared by the host's "      \
+      "ranks, else a probe per rank, else fitted; `daemon`, `shared`, `process` only that one")    \
     X(PATH, BWMON_PIN, bwmon_pin, char, "/sys/fs/bpf/prophet", 0, 0, "/sys/fs/bpf/prophet",        \
       "prophet-bwmon's bpffs directory")                                                           \
     X(PATH, LOG, log_dir, char, "", 0, 0, "unset",                                                 \

@@ -57,7 +57,7 @@ cap=$(sed -n 's/^CapEff:[[:space:]]*//p' /proc/self/status)
 priv=$(( (0x$cap >> 21 & 1) | ((0x$cap >> 38 & 1) & (0x$cap >> 39 & 1)) ))
 PROPHET_BWMON=off doctor 0 -- "$fix/doctor_fixture_linked"
 has "^PASS  ebpf +PROPHET_BWMON=off: bandwidth fitted"
-mkdir "$tmp/pin"
+mkdir "$tmp/pin" && : >"$tmp/pin/prophet_proc" # where the daemon pins its map
 PROPHET_BWMON_PIN=$tmp/pin doctor 0 -- "$fix/doctor_fixture_linked"
 has "^PASS  ebpf +prophet-bwmon's pinned maps at $tmp/pin"
 if grep -q "^[^ ]* [^ ]* bpf " /proc/mounts; then has "^PASS  ebpf +bpffs mounted at /"

@@ -34,7 +34,7 @@ n=$(grep -c "prophet: INFO summary comm .*calls=[1-9]" "$out")
 [ "$n" -eq 2 ] || fail "$n summary lines with calls for 2 ranks: the installed preload did not intercept"
 grep "prophet: INFO summary comm" "$out" | head -n 1
 if [ "$(id -u)" = 0 ] && [ -f "$build/lib/libprophet_bw.so" ]; then
-    grep -q "prophet: INFO eBPF throughput from in-process" "$out" ||
+    grep -qE "prophet: INFO eBPF throughput from (in-process|shared)" "$out" ||
         fail "the installed preload did not load its eBPF plugin from beside it"
     echo "installed eBPF plugin loaded"
 fi

@@ -6,6 +6,11 @@
  *   bw_traffic reader --pin DIR [--bytes N] [--expect SOURCE]
  *       opens the counters with prophet_bw_open(auto) (run it unprivileged), moves N bytes over
  *       loopback in this process and checks that it sees them.
+ *   bw_traffic shared --pin DIR --sync DIR --rounds K [--bytes N]
+ *       opens the host's shared probe (PROPHET_BW_OPEN_SHARED); before round k waits for the file
+ *       DIR/go<k>, then moves N bytes over loopback from this process and checks that the counts
+ *       it reads grew by exactly N; writes DIR/done<k>.<pid> after each round. The script kills
+ *       or ends the owner between rounds.
  *   bw_traffic gen [--rate BPS] [--seconds S] [--chunk B]
  *       loopback traffic at a rate; prints bytes, calls and the CPU time of both ends.
  * Exit: 0 pass, 1 fail, 77 skipped (no privilege / probe not loadable). */
@@ -177,6 +182,8 @@ struct opts {
     const char *ns_a, *ns_b, *addr;
     const char *pin;
     const char *expect;
+    const char *sync;
+    int rounds;
 };
 
 struct sample {
@@ -393,6 +400,113 @@ static int reader(const struct opts *o)
     return 0;
 }
 
+/* Moves n bytes from this process to a receiver child over loopback. 0 ok. */
+static int send_from_here(uint64_t n)
+{
+    int to_mon[2], go[2], rep[2], st;
+    if (pipe(to_mon) || pipe(go) || pipe(rep))
+        return 1;
+    pid_t r = fork();
+    if (r == 0)
+        _exit(receiver(NULL, "127.0.0.1", to_mon[1]));
+    uint16_t port;
+    st = read_all(to_mon[0], &port, sizeof(port)) || write_all(go[1], "g", 1);
+    if (!st)
+        st = sender(NULL, "127.0.0.1", port, n, 0, 65536, go[0], rep[1]);
+    waitpid(r, NULL, 0);
+    for (int i = 0; i < 2; i++) {
+        close(to_mon[i]);
+        close(go[i]);
+        close(rep[i]);
+    }
+    return st;
+}
+
+/* Reads, retrying while the shared probe changes hands (-EAGAIN), up to 10 s. */
+static int read_settled(prophet_bw_t *bw, prophet_bw_sample_t *s)
+{
+    int err;
+    for (int i = 0; i < 1000; i++) {
+        if ((err = prophet_bw_read(bw, s)) != -EAGAIN)
+            return err;
+        usleep(10000);
+    }
+    return err;
+}
+
+static volatile sig_atomic_t shared_stop;
+
+static void shared_on_term(int sig)
+{
+    (void)sig;
+    shared_stop = 1;
+}
+
+/* 0 when path exists, 1 on SIGTERM, -1 after 60 s. */
+static int wait_file(const char *path)
+{
+    for (int i = 0; i < 6000; i++) {
+        if (shared_stop)
+            return 1;
+        if (!access(path, F_OK))
+            return 0;
+        usleep(10000);
+    }
+    return -1;
+}
+
+static int shared(const struct opts *o)
+{
+    char why[256], path[512];
+    prophet_bw_t *bw = prophet_bw_open(PROPHET_BW_OPEN_SHARED, o->pin, 0, why, sizeof(why));
+    if (!bw) {
+        printf("FAIL: pid %d: prophet_bw_open(shared): %s\n", (int)getpid(), why);
+        return 1;
+    }
+    printf("pid %d reads through source %s\n", (int)getpid(),
+           prophet_bw_source_name(prophet_bw_source(bw)));
+    fflush(stdout);
+    signal(SIGTERM, shared_on_term); /* between rounds: close (hand the probe on) and leave */
+    for (int k = 1; k <= o->rounds; k++) {
+        prophet_bw_sample_t a, b;
+        snprintf(path, sizeof(path), "%s/go%d", o->sync, k);
+        int w = wait_file(path);
+        if (w == 1) {
+            prophet_bw_close(bw);
+            printf("pid %d: closed on SIGTERM before round %d\n", (int)getpid(), k);
+            return 0;
+        }
+        if (w) {
+            printf("FAIL: pid %d: no %s\n", (int)getpid(), path);
+            return 1;
+        }
+        int err = read_settled(bw, &a);
+        if (!err && send_from_here(o->bytes))
+            err = -EIO;
+        if (!err) {
+            usleep(100000);
+            err = read_settled(bw, &b);
+        }
+        if (err) {
+            printf("FAIL: pid %d round %d: %s\n", (int)getpid(), k, strerror(-err));
+            return 1;
+        }
+        printf("pid %d round %d: sent %llu B, read tx +%llu\n", (int)getpid(), k,
+               (unsigned long long)o->bytes, (unsigned long long)(b.tx_bytes - a.tx_bytes));
+        fflush(stdout);
+        if (b.tx_bytes - a.tx_bytes != o->bytes) {
+            printf("FAIL: pid %d round %d: counts do not match\n", (int)getpid(), k);
+            return 1;
+        }
+        snprintf(path, sizeof(path), "%s/done%d.%d", o->sync, k, (int)getpid());
+        FILE *f = fopen(path, "w");
+        if (f)
+            fclose(f);
+    }
+    prophet_bw_close(bw);
+    return 0;
+}
+
 static double cpu_s(int who)
 {
     struct rusage ru;
@@ -436,7 +550,7 @@ int main(int argc, char **argv)
 {
     struct opts o = {.bytes = 256ull << 20, .rate = 250e6, .seconds = 5, .chunk = 65536};
     if (argc < 2) {
-        fprintf(stderr, "usage: bw_traffic check|reader|gen [options] (see the source)\n");
+        fprintf(stderr, "usage: bw_traffic check|reader|shared|gen [options] (see the source)\n");
         return 2;
     }
     for (int i = 2; i < argc; i++) {
@@ -453,6 +567,10 @@ int main(int argc, char **argv)
             o.pin = argv[++i];
         else if (!strcmp(a, "--expect") && i + 1 < argc)
             o.expect = argv[++i];
+        else if (!strcmp(a, "--sync") && i + 1 < argc)
+            o.sync = argv[++i];
+        else if (!strcmp(a, "--rounds") && i + 1 < argc)
+            o.rounds = atoi(argv[++i]);
         else if (!strcmp(a, "--netns") && i + 3 < argc) {
             o.ns_a = argv[++i];
             o.ns_b = argv[++i];
@@ -469,6 +587,8 @@ int main(int argc, char **argv)
         return check(&o);
     if (!strcmp(argv[1], "reader"))
         return reader(&o);
+    if (!strcmp(argv[1], "shared"))
+        return o.sync ? shared(&o) : 2;
     if (!strcmp(argv[1], "gen"))
         return gen(&o);
     fprintf(stderr, "bw_traffic: unknown mode %s\n", argv[1]);

@@ -13,6 +13,7 @@
 #           | sampled (every rank's summary: observed < calls / 2, the rest passed straight to NCCL)
 #           | warn:REGEX (a 'prophet: WARN' line matching REGEX)
 #           | info:REGEX (a 'prophet: INFO' line matching REGEX)
+#           | each:REGEX (one 'prophet: INFO' line matching REGEX per rank, or more)
 #   PLAN    the plan check shared by every e2e test (check_plan.py on the run's PROPHET_LOG):
 #           agreed  every rank's summary has plans>=1 and plan_rejects=0, and every rank agreed
 #                   the same plans
@@ -27,7 +28,10 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs="$envs $1"; shift; done
 [ $# -gt 0 ] && shift
 out=$(mktemp) || exit 1
 logs=$(mktemp -d) || exit 1
-trap 'rm -rf "$out" "$logs"' EXIT
+# A test's own pin dir for the shared eBPF probe (PROPHET_BWMON_PIN=/sys/fs/bpf/prophet-e2e-*):
+# prophet-emu's ranks end with _exit(), which skips the owner's unpinning at exit.
+pin=$(echo "$envs" | sed -n 's/.*PROPHET_BWMON_PIN=\(\/sys\/fs\/bpf\/prophet-e2e-[^ ]*\).*/\1/p')
+trap 'rm -rf "$out" "$logs"; [ -z "$pin" ] || rm -rf "$pin"' EXIT
 # E2E_PRELOAD_PREFIX: a sanitizer runtime that must come first (CMake sets it in those builds)
 # shellcheck disable=SC2086
 env LD_LIBRARY_PATH="$build/lib/emu" LD_PRELOAD="${E2E_PRELOAD_PREFIX:+$E2E_PRELOAD_PREFIX }$build/lib/libprophet.so" \
@@ -129,6 +133,11 @@ info:*)
     re=${check#info:}
     grep -Eq "prophet: INFO .*$re" "$out" || fail "no INFO line matching '$re'"
     grep -E "prophet: INFO .*$re" "$out" | tail -n 1 ;;
+each:*)
+    re=${check#each:}
+    n=$(grep -Ec "prophet: INFO .*$re" "$out")
+    [ "$n" -ge "$ranks" ] || fail "$n INFO lines matching '$re' for $ranks ranks"
+    echo "$n INFO lines matching '$re' for $ranks ranks" ;;
 *) fail "bad CHECK $check" ;;
 esac
 case $plan in
