@@ -228,7 +228,8 @@ void prophet_trials_sample(prophet_trials_t *t, uint32_t in_force, double iter_u
     if (t->phase != PROPHET_TRIAL_CHOSEN || t->restart)
         return;
     push_recent(t->recent, &t->n_recent, iter_us);
-    if (probe_Bps > 0)
+    t->kept_for_us += iter_us;
+    if (probe_Bps > 0 && t->kept_for_us >= PROPHET_TRIAL_PROBE_SETTLE_US)
         push_recent(t->recent_probe, &t->n_recent_probe, probe_Bps);
     drift_check(t, backward_us);
 }
@@ -299,6 +300,7 @@ static void choose_kept(prophet_trials_t *t)
         t->chosen = PROPHET_CAND_PASSTHROUGH; /* nothing measured: hold nothing */
     t->chosen_us = t->fig[t->chosen];
     t->base_us = t->ref_probe = t->ref_backward = -1; /* baselines: from now on */
+    t->kept_for_us = 0;
     t->drift_run = 0;
     t->phase = PROPHET_TRIAL_CHOSEN;
     t->current = t->chosen;

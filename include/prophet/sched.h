@@ -219,10 +219,18 @@ typedef enum prophet_cand {
 #define PROPHET_TRIAL_DRIFT_PROBE 0.30   /* relative change of the eBPF throughput that does */
 #define PROPHET_TRIAL_DRIFT_PROFILE 0.25 /* relative change of the profile's backward span */
 #define PROPHET_TRIAL_SAMPLES_MAX 32
+/* The eBPF throughput is watched only once the kept plan has been in force this long: the rate
+ * the probe reports is smoothed (PROPHET_BW_TAU_US, 0.5 s), so for a while after the choice it
+ * still carries the trial windows before it (the last one passthrough's). After 3 time constants
+ * 5% of them is left. Without it, the baseline was taken on the way up, and the rate it then
+ * reached read as a drift: MobileNet-v2 per-tensor at 8 ranks (45 ms iterations) started its
+ * trials again after every first round, 3 runs out of 3 at each link speed. */
+#define PROPHET_TRIAL_PROBE_SETTLE_US 1500000.0
 #define PROPHET_TRIAL_DRIFT_LASTS 10 /* consecutive samples off a baseline that restart */
 /* A drift that lasts shows in the median of the last PROPHET_TRIAL_DRIFT_RECENT samples after
  * RECENT / 2 + 1 of them, restarts after DRIFT_LASTS more, and the new round's first plan is in
- * force by the next agreement + 2: within this many clean iterations of the change. */
+ * force by the next agreement + 2: within this many clean iterations of the change (of the eBPF
+ * throughput: of the change or of the end of PROPHET_TRIAL_PROBE_SETTLE_US, the later). */
 #define PROPHET_TRIAL_DRIFT_BOUND                                                                  \
     (PROPHET_TRIAL_DRIFT_RECENT / 2 + 1 + PROPHET_TRIAL_DRIFT_LASTS + PROPHET_TRIAL_CHECK_EVERY + 2)
 /* A round whose choice by those rules (prophet_trials_choose) is not passthrough times that
@@ -256,6 +264,7 @@ typedef struct prophet_trials {
     uint32_t n_win, n_win_probe;
     uint32_t chosen;
     double chosen_us;          /* the kept candidate's trial figure */
+    double kept_for_us;        /* iteration time summed since the choice */
     double base_us, ref_probe; /* baseline under the kept plan (< 0 until taken) */
     double ref_backward;       /* the profile's backward span then */
     uint32_t drift_run;        /* consecutive samples off a baseline */

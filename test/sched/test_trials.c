@@ -205,6 +205,15 @@ static void test_windows(void)
     CHECK(!prophet_trials_wants_round(&t));
 }
 
+/* Steady samples under the kept plan for as long as the probe's rate takes to settle, and the
+ * baselines' worth after that. */
+static void settle(prophet_trials_t *t, uint32_t kept, double us, double probe)
+{
+    int n = (int)(PROPHET_TRIAL_PROBE_SETTLE_US / us) + PROPHET_TRIAL_DRIFT_RECENT + 1;
+    for (int i = 0; i < n; i++)
+        prophet_trials_sample(t, kept, us, probe, 800);
+}
+
 /* Once chosen: samples near the figure keep it; a drift of the iteration time, the eBPF
  * throughput or the profile past its threshold asks for a new round, which tries again. */
 static void test_drift(void)
@@ -232,8 +241,7 @@ static void test_drift(void)
         }
         prophet_trials_decide(&t, &d);
         CHECK(d.phase == PROPHET_TRIAL_CHOSEN && d.candidate == PROPHET_CAND_OPTIMAL);
-        for (int i = 0; i < PROPHET_TRIAL_DRIFT_RECENT; i++) /* the baseline under it */
-            prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, 1000, probe_ok, 800);
+        settle(&t, PROPHET_CAND_OPTIMAL, 1000, probe_ok); /* the baselines under it */
         CHECK(t.base_us == 1000 && t.ref_probe == probe_ok);
         for (int i = 0; i < 50; i++) /* within every threshold */
             prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, i % 2 ? 1200 : 800,
@@ -283,11 +291,44 @@ static uint32_t judge(prophet_trials_t *t, const double *truth)
  * throughput /4) until a new round is wanted. */
 static void drift_until_restart(prophet_trials_t *t, uint32_t kept, double us, int probe)
 {
-    for (int i = 0; i < PROPHET_TRIAL_DRIFT_RECENT; i++)
-        prophet_trials_sample(t, kept, us, 1e8, 800);
+    settle(t, kept, us, 1e8);
     for (int i = 0; i < 4 * PROPHET_TRIAL_DRIFT_LASTS && !prophet_trials_wants_round(t); i++)
         prophet_trials_sample(t, kept, probe ? us : 1.5 * us, probe ? 2.5e7 : 1e8, 800);
     CHECK(prophet_trials_wants_round(t));
+}
+
+/* The probe's rate is smoothed (0.5 s): right after the choice it still carries the trial windows
+ * (the last one passthrough's, slower) and climbs to the kept plan's rate. That climb is no drift
+ * (MobileNet-v2 per-tensor at 8 ranks, 45 ms iterations, restarted after every first round); a
+ * link that changes speed once the rate has settled still is. */
+static void test_probe_settle(void)
+{
+    static const uint32_t two[] = {PROPHET_CAND_OPTIMAL, PT};
+    static const double us = 45000, before = 4e7, kept = 1e8, tau_us = 500000;
+    double truth[PROPHET_CAND_COUNT];
+    prophet_trials_t t;
+
+    for (uint32_t c = 0; c < PROPHET_CAND_COUNT; c++)
+        truth[c] = c == PT ? 1.5 * us : us;
+    prophet_trials_init(&t);
+    CHECK(prophet_trials_begin(&t, two, 2) == 0);
+    CHECK(judge(&t, truth) == PROPHET_CAND_OPTIMAL);
+    double elapsed = 0;
+    for (int i = 0; i < 200; i++) { /* 9 s: the smoothed rate from passthrough's to the plan's */
+        elapsed += us;
+        prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, us,
+                              kept - (kept - before) * exp(-elapsed / tau_us), 800);
+    }
+    CHECKF(!prophet_trials_wants_round(&t), "the probe's climb after the choice restarted (%s)",
+           t.reason ? t.reason : "?");
+    int seen = -1;
+    for (int i = 0; i < 3 * PROPHET_TRIAL_DRIFT_LASTS && seen < 0; i++) {
+        prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, us, kept / 4, 800); /* the link slows */
+        if (prophet_trials_wants_round(&t))
+            seen = i + 1;
+    }
+    CHECKF(seen > 0 && seen <= PROPHET_TRIAL_DRIFT_RECENT / 2 + 1 + PROPHET_TRIAL_DRIFT_LASTS,
+           "a settled link's change not seen (%d samples)", seen);
 }
 
 /* A round restarted by a drift of the iteration time alone (the noise of a loaded machine, a
@@ -463,6 +504,7 @@ int main(void)
     test_round();
     test_windows();
     test_drift();
+    test_probe_settle();
     test_narrow();
     test_confirm();
     test_cap();
