@@ -346,61 +346,7 @@ static int check(const struct opts *o)
     return fail;
 }
 
-static int reader(const struct opts *o)
-{
-    char why[256];
-    int to_mon[2], go[2], rep[2];
-    prophet_bw_t *bw = prophet_bw_open(PROPHET_BW_OPEN_AUTO, o->pin, 0, why, sizeof(why));
-    if (!bw) {
-        printf("FAIL: uid %d: prophet_bw_open: %s\n", (int)geteuid(), why);
-        return 1;
-    }
-    const char *src = prophet_bw_source_name(prophet_bw_source(bw));
-    printf("uid %d reads through source %s\n", (int)geteuid(), src);
-    if (o->expect && strcmp(o->expect, src)) {
-        printf("FAIL: expected source %s\n", o->expect);
-        return 1;
-    }
-    prophet_bw_sample_t a, b;
-    if (prophet_bw_read(bw, &a)) {
-        printf("FAIL: first read\n");
-        return 1;
-    }
-    /* both ends in this process: threads would do, children keep it simple */
-    if (pipe(to_mon) || pipe(go) || pipe(rep))
-        return 1;
-    pid_t r = fork();
-    if (r == 0)
-        _exit(receiver(NULL, "127.0.0.1", to_mon[1]));
-    uint16_t port;
-    if (read_all(to_mon[0], &port, sizeof(port)))
-        return 1;
-    if (write_all(go[1], "g", 1))
-        return 1;
-    int st = sender(NULL, "127.0.0.1", port, o->bytes, 0, 65536, go[0], rep[1]);
-    waitpid(r, NULL, 0);
-    if (st)
-        return 1;
-    usleep(400000); /* more than the daemon's export period */
-    int err = prophet_bw_read(bw, &b);
-    if (err) {
-        printf("FAIL: read: %s\n", strerror(-err));
-        return 1;
-    }
-    uint64_t tx = b.tx_bytes - a.tx_bytes, rx = b.rx_bytes - a.rx_bytes;
-    printf("sent %llu B; read tx +%llu rx +%llu, host tx +%llu\n", (unsigned long long)o->bytes,
-           (unsigned long long)tx, (unsigned long long)rx,
-           (unsigned long long)(b.host_tx_bytes - a.host_tx_bytes));
-    prophet_bw_close(bw);
-    if (tx != o->bytes || rx != 8 || b.host_tx_bytes - a.host_tx_bytes < o->bytes) {
-        printf("FAIL: counts do not match\n");
-        return 1;
-    }
-    printf("PASS\n");
-    return 0;
-}
-
-/* Moves n bytes from this process to a receiver child over loopback. 0 ok. */
+/* Moves n bytes from this process (the sender end) to a receiver child over loopback. 0 ok. */
 static int send_from_here(uint64_t n)
 {
     int to_mon[2], go[2], rep[2], st;
@@ -420,6 +366,46 @@ static int send_from_here(uint64_t n)
         close(rep[i]);
     }
     return st;
+}
+
+static int reader(const struct opts *o)
+{
+    char why[256];
+    prophet_bw_t *bw = prophet_bw_open(PROPHET_BW_OPEN_AUTO, o->pin, 0, why, sizeof(why));
+    if (!bw) {
+        printf("FAIL: uid %d: prophet_bw_open: %s\n", (int)geteuid(), why);
+        return 1;
+    }
+    const char *src = prophet_bw_source_name(prophet_bw_source(bw));
+    printf("uid %d reads through source %s\n", (int)geteuid(), src);
+    if (o->expect && strcmp(o->expect, src)) {
+        printf("FAIL: expected source %s\n", o->expect);
+        return 1;
+    }
+    prophet_bw_sample_t a, b;
+    if (prophet_bw_read(bw, &a)) {
+        printf("FAIL: first read\n");
+        return 1;
+    }
+    if (send_from_here(o->bytes))
+        return 1;
+    usleep(400000); /* more than the daemon's export period */
+    int err = prophet_bw_read(bw, &b);
+    if (err) {
+        printf("FAIL: read: %s\n", strerror(-err));
+        return 1;
+    }
+    uint64_t tx = b.tx_bytes - a.tx_bytes, rx = b.rx_bytes - a.rx_bytes;
+    printf("sent %llu B; read tx +%llu rx +%llu, host tx +%llu\n", (unsigned long long)o->bytes,
+           (unsigned long long)tx, (unsigned long long)rx,
+           (unsigned long long)(b.host_tx_bytes - a.host_tx_bytes));
+    prophet_bw_close(bw);
+    if (tx != o->bytes || rx != 8 || b.host_tx_bytes - a.host_tx_bytes < o->bytes) {
+        printf("FAIL: counts do not match\n");
+        return 1;
+    }
+    printf("PASS\n");
+    return 0;
 }
 
 /* Reads, retrying while the shared probe changes hands (-EAGAIN), up to 10 s. */
