@@ -6,7 +6,8 @@
  * for PROPHET_TRIAL_WINDOW iterations on every rank (the plan broadcast makes the iterations the
  * same everywhere); its figure, the median of its clean iterations, travels in the next plan so
  * that every rank logs the same figures and the same choice; a leader other than passthrough is
- * timed again beside passthrough before it is kept (PROPHET_TRIAL_CONFIRM). Iterations that carry a
+ * timed again beside passthrough before it is kept, and so is a runner-up near it once the leader
+ * wins again (PROPHET_TRIAL_CONFIRM). Iterations that carry a
  * broadcast or a measurement (held in runs of PROPHET_BLOCK_MAX) are not samples. A candidate's
  * plan is made once a round, when its first window begins: the plan timed is the plan kept,
  * broadcast again every PROPHET_TRIAL_CHECK_EVERY iterations, until a drift of the iteration time,
@@ -158,6 +159,15 @@ int prophet_loop_plan(prophet_comm_t *c, const prophet_planner_opts_t *po,
                     (unsigned long)c->id, c->loop.trials->round,
                     prophet_cand_name(c->loop.trials->lead), c->loop.trials->lead_us);
         c->loop.trials->confirm_begun = 0;
+    }
+    if (c->loop.trials->runner_begun) {
+        prophet_msg(PROPHET_LOG_INFO,
+                    "comm %lu: trial round %u: %s led again; timing the runner-up %s (%.0f us) "
+                    "again",
+                    (unsigned long)c->id, c->loop.trials->round,
+                    prophet_cand_name(c->loop.trials->lead),
+                    prophet_cand_name(c->loop.trials->runner), c->loop.trials->runner_us);
+        c->loop.trials->runner_begun = 0;
     }
     /* A candidate's plan is made when its first window begins, under the fit of that moment, and
      * then fixed for the round: its windows and, once it is kept, every later agreement carry the

@@ -96,7 +96,7 @@ void prophet_trials_init(prophet_trials_t *t)
 {
     memset(t, 0, sizeof(*t));
     t->phase = PROPHET_TRIAL_OFF;
-    t->current = t->chosen = t->lead = PROPHET_CAND_NONE;
+    t->current = t->chosen = t->lead = t->runner = PROPHET_CAND_NONE;
     t->ref_probe = -1;
     for (uint32_t c = 0; c < PROPHET_CAND_COUNT; c++) {
         t->fig[c] = t->fig_probe[c] = -1;
@@ -259,8 +259,24 @@ static int close_window(prophet_trials_t *t, prophet_plan_trial_t *out)
     return 1;
 }
 
+/* The first pass's runner-up to t->lead: the lowest other figure but passthrough's, if within
+ * PROPHET_TRIAL_NEAR of the leader's (PROPHET_CAND_NONE otherwise). */
+static uint32_t runner_up(const prophet_trials_t *t)
+{
+    uint32_t r = PROPHET_CAND_NONE;
+
+    for (uint32_t c = 0; c < PROPHET_CAND_COUNT; c++)
+        if (c != t->lead && c != PROPHET_CAND_PASSTHROUGH && t->nfig[c] > 0 && t->fig[c] >= 0 &&
+            (r == PROPHET_CAND_NONE || t->fig[c] < t->fig[r]))
+            r = c;
+    if (r != PROPHET_CAND_NONE && t->fig[r] > t->lead_us * (1 + PROPHET_TRIAL_NEAR))
+        r = PROPHET_CAND_NONE;
+    return r;
+}
+
 /* After the first pass: 1 when its leader is not passthrough and both were measured, so that
- * both are timed again (passthrough first) in fresh windows whose figures alone decide. */
+ * both are timed again (passthrough first) in fresh windows whose figures alone decide (with the
+ * runner-up's, runner_begin). */
 static int confirm_begin(prophet_trials_t *t)
 {
     const uint32_t pt = PROPHET_CAND_PASSTHROUGH;
@@ -274,6 +290,9 @@ static int confirm_begin(prophet_trials_t *t)
         return 0;
     t->lead = lead;
     t->lead_us = t->fig[lead];
+    t->runner = runner_up(t);
+    if (t->runner != PROPHET_CAND_NONE)
+        t->runner_us = t->fig[t->runner];
     t->confirm_begun = 1;
     t->order[t->n_order++] = pt;
     t->order[t->n_order++] = lead;
@@ -283,17 +302,45 @@ static int confirm_begin(prophet_trials_t *t)
     return 1;
 }
 
-/* Ends the round: the kept candidate, from the confirmation's two fresh figures when there was
- * one, else from every figure; passthrough when nothing was measured. */
+/* Only the confirmation's fresh figures count (all of them once t->lead is set). */
+static void confirmed_only(const prophet_trials_t *t, uint32_t *nfig)
+{
+    memcpy(nfig, t->nfig, sizeof(nfig[0]) * PROPHET_CAND_COUNT);
+    if (t->lead == PROPHET_CAND_NONE)
+        return;
+    for (uint32_t c = 0; c < PROPHET_CAND_COUNT; c++)
+        if (c != t->lead && c != PROPHET_CAND_PASSTHROUGH && !(t->runner_timed && c == t->runner))
+            nfig[c] = 0;
+}
+
+/* After the confirmation's two windows: 1 when the leader won them again and the first pass had a
+ * runner-up near it, which is then timed again in a fresh window of its own (last). */
+static int runner_begin(prophet_trials_t *t)
+{
+    uint32_t nfig[PROPHET_CAND_COUNT];
+    uint32_t r = t->runner;
+
+    if (t->lead == PROPHET_CAND_NONE || r == PROPHET_CAND_NONE || t->runner_timed)
+        return 0;
+    confirmed_only(t, nfig);
+    if (prophet_trials_choose(t->fig, t->fig_mad, nfig, PROPHET_CAND_COUNT, PROPHET_TRIAL_TIE) !=
+        t->lead)
+        return 0; /* passthrough kept: the runner-up could only lose to it too */
+    t->runner_timed = t->runner_begun = 1;
+    t->order[t->n_order++] = r;
+    t->fig[r] = -1; /* the fresh window's figure replaces it */
+    t->nfig[r] = 0;
+    t->fig_mad[r] = 0;
+    return 1;
+}
+
+/* Ends the round: the kept candidate, from the confirmation's fresh figures when there was one,
+ * else from every figure; passthrough when nothing was measured. */
 static void choose_kept(prophet_trials_t *t)
 {
     uint32_t nfig[PROPHET_CAND_COUNT];
 
-    memcpy(nfig, t->nfig, sizeof(nfig));
-    if (t->lead != PROPHET_CAND_NONE)
-        for (uint32_t c = 0; c < PROPHET_CAND_COUNT; c++)
-            if (c != t->lead && c != PROPHET_CAND_PASSTHROUGH)
-                nfig[c] = 0;
+    confirmed_only(t, nfig);
     t->chosen =
         prophet_trials_choose(t->fig, t->fig_mad, nfig, PROPHET_CAND_COUNT, PROPHET_TRIAL_TIE);
     if (t->chosen == PROPHET_CAND_NONE)
@@ -321,7 +368,7 @@ void prophet_trials_decide(prophet_trials_t *t, prophet_plan_trial_t *out)
             t->current = t->order[0];
         } else if (close_window(t, out) && ++t->pos < t->n_order) {
             t->current = t->order[t->pos];
-        } else if (t->pos >= t->n_order && confirm_begin(t)) {
+        } else if (t->pos >= t->n_order && (confirm_begin(t) || runner_begin(t))) {
             t->current = t->order[t->pos];
         } else if (t->pos >= t->n_order) {
             choose_kept(t);

@@ -118,7 +118,7 @@ def parse_args():
         a.profiles, a.ranks, a.bandwidths = "resnet50", "4", "1Gbit"
         a.modes, a.policies = a.modes or "per-tensor,ddp", "default"
         a.repeat = max(a.repeat, 3)
-        a.iters, a.warmup = 160, 120  # the 4-rank ResNet-50 loop's first round ends near iteration 105
+        a.iters, a.warmup = 160, 120  # the 4-rank ResNet-50 loop's first round ends near iteration 105 (111 with a runner-up timed again)
     a.modes = a.modes or "ddp,per-tensor,horovod"
     if a.table_only and not a.resume:
         sys.exit("bench: --table-only needs --resume FILE")

@@ -238,10 +238,18 @@ typedef enum prophet_cand {
  * only if the same rules pick it again on those two fresh figures alone (the lowest of several
  * medians of a few samples is biased low: issue 12, DDP bucket view at 2.5 Gbit/s, a plan kept on
  * a 62.5 ms trial figure ran at 71-73 ms where passthrough ran at 68 ms). */
-#define PROPHET_TRIAL_CONFIRM 2 /* windows added to such a round: passthrough's, the leader's */
+/* When the leader wins those two windows, the first pass's runner-up (the lowest other figure
+ * but passthrough's) is timed again too, if its first figure came within PROPHET_TRIAL_NEAR of
+ * the leader's, and the lower of the two fresh figures is kept (passthrough's rule still applies).
+ * Among plans that all beat passthrough, which one led a pass of 3-4 samples each is noise:
+ * ResNet-50 per-tensor at 8 ranks (1 Gbit/s) kept buckets on a confirmation window of 153 ms
+ * where optimal, 2 ms behind it in the first pass, ran at 128 ms. */
+#define PROPHET_TRIAL_CONFIRM                                                                      \
+    3 /* windows added to such a round: passthrough's, the leader's and                            \
+         the runner-up's */
 /* A round ends within this many iterations of its first agreement (every candidate distinct,
- * every one needing its second window, the confirmation's two, plus the agreement that announces
- * the choice). */
+ * every one needing its second window, the confirmation's three, plus the agreement that
+ * announces the choice). */
 #define PROPHET_TRIAL_ROUND_BOUND                                                                  \
     ((PROPHET_CAND_COUNT + PROPHET_TRIAL_CONFIRM) * PROPHET_TRIAL_MAX_WINDOWS *                    \
          PROPHET_TRIAL_WINDOW +                                                                    \
@@ -254,6 +262,10 @@ typedef struct prophet_trials {
     uint32_t lead;     /* the first pass's leader being confirmed, or PROPHET_CAND_NONE */
     double lead_us;    /* its first-pass figure */
     int confirm_begun; /* set when the confirmation begins; cleared by the caller that logs it */
+    uint32_t runner;   /* the first pass's runner-up near the leader, or PROPHET_CAND_NONE */
+    double runner_us;  /* its first-pass figure */
+    int runner_timed;  /* the runner-up's fresh window was added to the round */
+    int runner_begun;  /* set when it is added; cleared by the caller that logs it */
     uint32_t current;  /* the candidate being timed (or kept) */
     uint32_t windows;  /* windows the current candidate had */
     double fig[PROPHET_CAND_COUNT]; /* median iteration time, < 0 untried */

@@ -21,7 +21,9 @@ usage: check_plan.py LOGDIR NRANKS MODE
           times that the log itself shows for that window (first call to first call; every sample
           checked where its iterations were logged), and each round's choice is the lowest figure
           (passthrough within TIE of it), a leader other than passthrough kept only after it and
-          passthrough were timed again and only on those fresh figures, the choice announced
+          passthrough were timed again and only on those fresh figures (and on the runner-up's,
+          timed again when the leader won and its first figure was within NEAR of the leader's:
+          the lowest other figure but passthrough's), the choice announced
           within the round bound; within a round a candidate's plan keeps the blocks it was
           timed with, in its trial windows and once kept.
           At least one round must have ended in a choice.
@@ -39,7 +41,8 @@ TIE = 0.02  # PROPHET_TRIAL_TIE (include/prophet/sched.h)
 NOISE_Z = 2.0  # PROPHET_TRIAL_NOISE_Z
 CANDIDATES = ["optimal", "passthrough", "prophet", "fusion", "buckets", "optimal-alpha4",
               "optimal-bw2"]  # PROPHET_CAND_* in order
-ROUND_BOUND = (len(CANDIDATES) + 2) * 2 * 6 + 2  # PROPHET_TRIAL_ROUND_BOUND (+2: the confirmation)
+NEAR = 0.10  # PROPHET_TRIAL_NEAR: a runner-up this near the leader is timed again too
+ROUND_BOUND = (len(CANDIDATES) + 3) * 2 * 6 + 2  # PROPHET_TRIAL_ROUND_BOUND (+3: the confirmation)
 
 
 def fail(msg):
@@ -79,6 +82,32 @@ def choose(figs, spread):
     if se_b is None or se_p is None:
         return (best, "passthrough")  # either, by noise the log cannot show
     return best
+
+
+def check_confirmation(rnd, figs, conf, conf_spread, leads):
+    """The windows timed again in a round (conf: {candidate: fresh figure}) against the first
+    pass's figures: passthrough and the leader, and the runner-up near the leader exactly when the
+    leader won those two again (sched/trials.c, confirm_begin and runner_begin)."""
+    lead = [c for c in conf if c != "passthrough" and c in leads]
+    if "passthrough" not in conf or len(lead) != 1 or not 2 <= len(conf) <= 3:
+        fail("rank 0: round %d timed %s again, the first pass's figures %s lead %s" %
+             (rnd, sorted(conf), figs, leads))
+    lead = lead[0]
+    rest = [c for c in figs if c not in ("passthrough", lead)]
+    runner = min(rest, key=lambda c: (figs[c], CANDIDATES.index(c))) if rest else None
+    if runner is not None and figs[runner] > figs[lead] * (1 + NEAR):
+        runner = None
+    pair = {c: conf[c] for c in ("passthrough", lead)}
+    won = choose(pair, {c: conf_spread.get(c) for c in pair})
+    won = won if isinstance(won, tuple) else (won,)
+    timed = set(conf) - {"passthrough", lead}
+    if timed and (timed != {runner} or lead not in won):
+        fail("rank 0: round %d timed %s again beside %s and passthrough (first pass %s, fresh %s): "
+             "the runner-up is %s, timed only when the leader wins again" %
+             (rnd, sorted(timed), lead, figs, pair, runner))
+    if not timed and runner is not None and "passthrough" not in won:
+        fail("rank 0: round %d: %s won again (%s) but the runner-up %s (first pass %s) was not "
+             "timed again" % (rnd, lead, pair, runner, figs))
 
 
 def every_of(plan):
@@ -159,10 +188,7 @@ def check_trials(d):
             lead = choose(figs, spread)
             leads = lead if isinstance(lead, tuple) else (lead,)
             if conf:  # the first pass's leader and passthrough, timed again: their fresh figures
-                others = set(conf) - {"passthrough"}
-                if "passthrough" not in conf or len(conf) != 2 or not others <= set(leads):
-                    fail("rank 0: round %d timed %s again, the first pass's figures %s lead %s" %
-                         (t["round"], sorted(conf), figs, lead))
+                check_confirmation(t["round"], figs, conf, conf_spread, leads)
                 figs, spread = conf, conf_spread
             elif t["candidate"] != "passthrough" and "passthrough" in figs:
                 fail("rank 0: round %d kept %s without timing it again against passthrough "

@@ -136,8 +136,9 @@ static void test_round(void)
             if (truth[c] < truth[best])
                 best = c;
         }
-        /* a clear winner (more than the tie margin and the jitter ahead of the rest) */
-        truth[best] *= 0.9;
+        /* a clear winner (more than the tie margin, the jitter and PROPHET_TRIAL_NEAR ahead of
+         * the rest: no runner-up is timed again) */
+        truth[best] *= 0.85;
         prophet_trials_init(&t);
         got = run_round(&t, truth, trial % 2 ? rev : all, PROPHET_CAND_COUNT, trial % 3 ? 8 : 0,
                         &iters, (uint64_t)trial + 1);
@@ -149,8 +150,7 @@ static void test_round(void)
         CHECKF(iters <= PROPHET_TRIAL_ROUND_BOUND, "round took %u iterations", iters);
         /* with no measurement iteration in the way, one window per candidate */
         if (trial % 3 == 0)
-            CHECKF(iters == (PROPHET_CAND_COUNT + (best != PT ? PROPHET_TRIAL_CONFIRM : 0)) *
-                                PROPHET_TRIAL_WINDOW,
+            CHECKF(iters == (PROPHET_CAND_COUNT + (best != PT ? 2 : 0)) * PROPHET_TRIAL_WINDOW,
                    "round took %u", iters);
     }
     /* passthrough within the margin of the best: holding nothing is kept */
@@ -166,8 +166,8 @@ static void test_round(void)
         uint32_t iters;
         prophet_trials_init(&t);
         CHECK(run_round(&t, truth, all, 2, 0, &iters, 4) == PROPHET_CAND_OPTIMAL);
-        CHECK(iters == (2 + PROPHET_TRIAL_CONFIRM) * PROPHET_TRIAL_WINDOW);
-        CHECK(t.fig[PROPHET_CAND_PROPHET] < 0); /* never tried */
+        CHECK(iters == (2 + 2) * PROPHET_TRIAL_WINDOW); /* no runner-up: two windows again */
+        CHECK(t.fig[PROPHET_CAND_PROPHET] < 0);         /* never tried */
     }
     CHECK(prophet_trials_begin(&t, all, 0) != 0);
     {
@@ -232,7 +232,7 @@ static void test_drift(void)
         prophet_trials_decide(&t, &d);
         for (int i = 0; i < 4; i++)
             prophet_trials_sample(&t, PT, 1200, probe_ok, 800);
-        for (int confirm = 0; confirm < PROPHET_TRIAL_CONFIRM; confirm++) {
+        for (int confirm = 0; confirm < 2; confirm++) { /* passthrough's and optimal's */
             prophet_trials_decide(&t, &d);
             CHECK(d.phase == PROPHET_TRIAL_RUNNING);
             for (int i = 0; i < 4; i++)
@@ -421,7 +421,7 @@ static void test_confirm(void)
             for (int i = 0; i < 4; i++)
                 prophet_trials_sample(&t, d.candidate, v * (1 + 0.001 * (i - 1.5)), 1e8, 800);
         }
-        CHECKF(n == PROPHET_CAND_COUNT + PROPHET_TRIAL_CONFIRM && seen[n - 2] == PT &&
+        CHECKF(n == PROPHET_CAND_COUNT + 2 && seen[n - 2] == PT &&
                    seen[n - 1] == PROPHET_CAND_OPTIMAL_BW2,
                "case '%s': %u windows, the last two %s and %s", cases[k].what, n,
                prophet_cand_name(seen[n - 2]), prophet_cand_name(seen[n - 1]));
@@ -439,6 +439,74 @@ static void test_confirm(void)
         prophet_trials_init(&t);
         CHECK(prophet_trials_begin(&t, loop_order, PROPHET_CAND_COUNT) == 0);
         CHECK(judge(&t, pt_first) == PT && t.lead == NONE);
+    }
+}
+
+/* Among plans that all beat passthrough, which one led a pass of 3-4 samples each is noise
+ * (issue 12, ResNet-50 per-tensor at 8 ranks, 1 Gbit/s: buckets led optimal by 2 ms, was
+ * confirmed at 153 ms, and optimal ran at 128 ms). Once the leader wins its confirmation, the
+ * runner-up, if its first figure came within PROPHET_TRIAL_NEAR of the leader's, is timed again
+ * last, and the lower of the two fresh figures is kept. */
+static void test_runner_up(void)
+{
+    static const uint32_t loop_order[] = {PT, 2, 3, 4, 0, 5, 6}; /* preload/closed_loop.c's */
+    static const struct {
+        const char *what;
+        double opt_first;  /* optimal's first window (buckets leads at 80 ms) */
+        double lead_again; /* buckets' fresh window (passthrough's: 100 ms again) */
+        double opt_again;  /* optimal's, if timed */
+        uint32_t want, windows;
+        uint32_t runner; /* t.runner */
+    } cases[] = {
+        {"runner-up faster when timed again: kept", 82000, 84000, 79000, PROPHET_CAND_OPTIMAL,
+         PROPHET_CAND_COUNT + 3, PROPHET_CAND_OPTIMAL},
+        {"runner-up slower when timed again: the leader kept", 82000, 80000, 86000,
+         PROPHET_CAND_BUCKETS, PROPHET_CAND_COUNT + 3, PROPHET_CAND_OPTIMAL},
+        {"leader loses to passthrough: runner-up not timed, passthrough", 82000, 99500, 70000, PT,
+         PROPHET_CAND_COUNT + 2, PROPHET_CAND_OPTIMAL},
+        {"runner-up more than PROPHET_TRIAL_NEAR behind: not timed", 90000, 80000, 70000,
+         PROPHET_CAND_BUCKETS, PROPHET_CAND_COUNT + 2, NONE},
+    };
+
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        const double first[PROPHET_CAND_COUNT] = {
+            cases[k].opt_first, 100000, 95000, 96000, 80000, 97000, 98000};
+        uint32_t seen[PROPHET_CAND_COUNT + PROPHET_TRIAL_CONFIRM], n = 0;
+        uint32_t visits[PROPHET_CAND_COUNT] = {0};
+        prophet_trials_t t;
+        prophet_plan_trial_t d;
+
+        prophet_trials_init(&t);
+        CHECK(prophet_trials_begin(&t, loop_order, PROPHET_CAND_COUNT) == 0);
+        for (;;) {
+            prophet_trials_decide(&t, &d);
+            if (d.phase == PROPHET_TRIAL_CHOSEN)
+                break;
+            CHECK(n < PROPHET_CAND_COUNT + PROPHET_TRIAL_CONFIRM);
+            seen[n++] = d.candidate;
+            double v = visits[d.candidate]++ == 0            ? first[d.candidate]
+                       : d.candidate == PT                   ? 100000
+                       : d.candidate == PROPHET_CAND_BUCKETS ? cases[k].lead_again
+                       : d.candidate == PROPHET_CAND_OPTIMAL ? cases[k].opt_again
+                                                             : 1;
+            for (int i = 0; i < 4; i++)
+                prophet_trials_sample(&t, d.candidate, v * (1 + 0.001 * (i - 1.5)), 1e8, 800);
+        }
+        CHECKF(n == cases[k].windows && seen[PROPHET_CAND_COUNT] == PT &&
+                   seen[PROPHET_CAND_COUNT + 1] == PROPHET_CAND_BUCKETS &&
+                   (n == PROPHET_CAND_COUNT + 2 || seen[n - 1] == PROPHET_CAND_OPTIMAL),
+               "case '%s': %u windows, want %u, the last %s", cases[k].what, n, cases[k].windows,
+               prophet_cand_name(seen[n - 1]));
+        CHECKF(t.lead == PROPHET_CAND_BUCKETS && t.runner == cases[k].runner,
+               "case '%s': leader %s, runner-up %s", cases[k].what, prophet_cand_name(t.lead),
+               prophet_cand_name(t.runner));
+        CHECKF(d.candidate == cases[k].want, "case '%s': kept %s, want %s", cases[k].what,
+               prophet_cand_name(d.candidate), prophet_cand_name(cases[k].want));
+        double want_us = d.candidate == PT                     ? 100000
+                         : d.candidate == PROPHET_CAND_BUCKETS ? cases[k].lead_again
+                                                               : cases[k].opt_again;
+        CHECKF(fabs(d.chosen_us - want_us) < 100, "case '%s': kept on %u us, not the fresh figure",
+               cases[k].what, d.chosen_us);
     }
 }
 
@@ -507,6 +575,7 @@ int main(void)
     test_probe_settle();
     test_narrow();
     test_confirm();
+    test_runner_up();
     test_cap();
     test_wire();
     printf("trials: ok\n");
