@@ -380,6 +380,32 @@ static void test_narrow(void)
     }
 }
 
+/* Drives a whole round over the preload's candidate order: a candidate's first window measures
+ * first[c], each later one again[c] (4 samples, 0.1% apart). seen[] receives the candidate of
+ * every window (*n of them); *d the decision that announced the choice. */
+static void drive_round(prophet_trials_t *t, const double *first, const double *again,
+                        uint32_t *seen, uint32_t *n, prophet_plan_trial_t *d)
+{
+    static const uint32_t loop_order[] = {PT, 2, 3, 4, 0, 5, 6}; /* preload/closed_loop.c's */
+    uint32_t visits[PROPHET_CAND_COUNT] = {0};
+
+    *n = 0;
+    prophet_trials_init(t);
+    CHECK(prophet_trials_begin(t, loop_order, PROPHET_CAND_COUNT) == 0);
+    for (;;) {
+        prophet_trials_decide(t, d);
+        if (d->phase == PROPHET_TRIAL_CHOSEN)
+            return;
+        CHECK(*n < PROPHET_CAND_COUNT + PROPHET_TRIAL_CONFIRM);
+        if (*n >= PROPHET_CAND_COUNT + PROPHET_TRIAL_CONFIRM)
+            return;
+        seen[(*n)++] = d->candidate;
+        double v = visits[d->candidate]++ == 0 ? first[d->candidate] : again[d->candidate];
+        for (int i = 0; i < 4; i++)
+            prophet_trials_sample(t, d->candidate, v * (1 + 0.001 * (i - 1.5)), 1e8, 800);
+    }
+}
+
 /* The winner's curse (issue 12, DDP bucket view, ResNet-50 at 4 ranks and 2.5 Gbit/s): the lowest
  * of seven medians of a few samples is biased low. A candidate whose first window was lucky leads
  * the first pass; timed again right after passthrough, in fresh windows, it runs slower and
@@ -401,26 +427,12 @@ static void test_confirm(void)
     };
 
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        const double again[PROPHET_CAND_COUNT] = {1, 68000, 1, 1, 1, 1, cases[k].bw2_again};
         prophet_trials_t t;
         prophet_plan_trial_t d;
-        uint32_t seen[PROPHET_CAND_COUNT + PROPHET_TRIAL_CONFIRM], n = 0;
-        uint32_t visits[PROPHET_CAND_COUNT] = {0};
+        uint32_t seen[PROPHET_CAND_COUNT + PROPHET_TRIAL_CONFIRM], n;
 
-        prophet_trials_init(&t);
-        CHECK(prophet_trials_begin(&t, loop_order, PROPHET_CAND_COUNT) == 0);
-        for (;;) {
-            prophet_trials_decide(&t, &d);
-            if (d.phase == PROPHET_TRIAL_CHOSEN)
-                break;
-            CHECK(n < PROPHET_CAND_COUNT + PROPHET_TRIAL_CONFIRM);
-            seen[n++] = d.candidate;
-            double v = visits[d.candidate]++ == 0                ? first[d.candidate]
-                       : d.candidate == PT                       ? 68000
-                       : d.candidate == PROPHET_CAND_OPTIMAL_BW2 ? cases[k].bw2_again
-                                                                 : 1;
-            for (int i = 0; i < 4; i++)
-                prophet_trials_sample(&t, d.candidate, v * (1 + 0.001 * (i - 1.5)), 1e8, 800);
-        }
+        drive_round(&t, first, again, seen, &n, &d);
         CHECKF(n == PROPHET_CAND_COUNT + 2 && seen[n - 2] == PT &&
                    seen[n - 1] == PROPHET_CAND_OPTIMAL_BW2,
                "case '%s': %u windows, the last two %s and %s", cases[k].what, n,
@@ -449,7 +461,6 @@ static void test_confirm(void)
  * last, and the lower of the two fresh figures is kept. */
 static void test_runner_up(void)
 {
-    static const uint32_t loop_order[] = {PT, 2, 3, 4, 0, 5, 6}; /* preload/closed_loop.c's */
     static const struct {
         const char *what;
         double opt_first;  /* optimal's first window (buckets leads at 80 ms) */
@@ -471,27 +482,13 @@ static void test_runner_up(void)
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
         const double first[PROPHET_CAND_COUNT] = {
             cases[k].opt_first, 100000, 95000, 96000, 80000, 97000, 98000};
-        uint32_t seen[PROPHET_CAND_COUNT + PROPHET_TRIAL_CONFIRM], n = 0;
-        uint32_t visits[PROPHET_CAND_COUNT] = {0};
+        const double again[PROPHET_CAND_COUNT] = {cases[k].opt_again,  100000, 1, 1,
+                                                  cases[k].lead_again, 1,      1};
+        uint32_t seen[PROPHET_CAND_COUNT + PROPHET_TRIAL_CONFIRM], n;
         prophet_trials_t t;
         prophet_plan_trial_t d;
 
-        prophet_trials_init(&t);
-        CHECK(prophet_trials_begin(&t, loop_order, PROPHET_CAND_COUNT) == 0);
-        for (;;) {
-            prophet_trials_decide(&t, &d);
-            if (d.phase == PROPHET_TRIAL_CHOSEN)
-                break;
-            CHECK(n < PROPHET_CAND_COUNT + PROPHET_TRIAL_CONFIRM);
-            seen[n++] = d.candidate;
-            double v = visits[d.candidate]++ == 0            ? first[d.candidate]
-                       : d.candidate == PT                   ? 100000
-                       : d.candidate == PROPHET_CAND_BUCKETS ? cases[k].lead_again
-                       : d.candidate == PROPHET_CAND_OPTIMAL ? cases[k].opt_again
-                                                             : 1;
-            for (int i = 0; i < 4; i++)
-                prophet_trials_sample(&t, d.candidate, v * (1 + 0.001 * (i - 1.5)), 1e8, 800);
-        }
+        drive_round(&t, first, again, seen, &n, &d);
         CHECKF(n == cases[k].windows && seen[PROPHET_CAND_COUNT] == PT &&
                    seen[PROPHET_CAND_COUNT + 1] == PROPHET_CAND_BUCKETS &&
                    (n == PROPHET_CAND_COUNT + 2 || seen[n - 1] == PROPHET_CAND_OPTIMAL),
