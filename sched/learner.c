@@ -4,6 +4,11 @@
  * Period (signatures only, never time, so every rank finds the same boundaries):
  *  - m[P] counts how many consecutive recent calls equal the call P positions earlier. While
  *    searching, the smallest P with m[P] >= 2P (the last three P-windows are equal) locks.
+ *    A call changes m[P] only where the call P positions earlier has its signature, and sets
+ *    every other m[P] to 0: each m[P] carries the position it was last counted at (0 when that
+ *    is not the previous call), and a chain through the history's earlier calls of the same
+ *    hash bucket finds those P. A call costs its signature's recurrences in the history, not
+ *    max_calls (an aperiodic stream, e.g. Horovod's fused calls, keeps searching forever).
  *  - Locked, each call must equal the call one period earlier; the first mismatch breaks the lock
  *    (PROPHET_LEARN_RELEARN: profile dropped), the broken period's template (P and a
  *    rotation-invariant hash of its signatures) is rejected from then on, and the search resumes
@@ -58,8 +63,12 @@ struct prophet_learner {
     hist_ent_t *hist; /* ring of hn entries, indexed by absolute position */
     uint64_t *key;    /* the same ring's signature keys alone: the search reads up to max_calls
                        * of them per call, contiguous (8 bytes each, not a whole entry) */
+    uint64_t *chain;  /* the same ring: position + 1 of the previous call in its bucket, 0 none */
+    uint64_t *bucket; /* nb buckets of signature keys: position + 1 of the newest call, 0 none */
+    uint64_t nb;      /* a power of two >= hn */
     uint64_t pos, total_bytes;
-    uint32_t *m; /* m[P], P = 1..maxc */
+    uint32_t *m;  /* m[P], P = 1..maxc, valid at position at[P] only (else 0) */
+    uint64_t *at; /* position + 1 at which m[P] was last counted */
     /* lock */
     int locked;
     uint32_t period, idx;
@@ -129,16 +138,21 @@ prophet_learner_t *prophet_learner_new(const prophet_learner_opts_t *opts)
     if (l->w > MAX_WINDOW)
         l->w = MAX_WINDOW;
     big = l->w > l->maxc ? l->w : l->maxc;
+    for (l->nb = 1; l->nb < l->hn; l->nb <<= 1)
+        ;
     l->hist = calloc(l->hn, sizeof(*l->hist));
     l->key = calloc(l->hn, sizeof(*l->key));
+    l->chain = calloc(l->hn, sizeof(*l->chain));
+    l->bucket = calloc(l->nb, sizeof(*l->bucket));
     l->m = calloc(l->maxc + 1, sizeof(*l->m));
+    l->at = calloc(l->maxc + 1, sizeof(*l->at));
     l->win = calloc((size_t)l->w * l->maxc, sizeof(*l->win));
     l->profile = calloc(1, sizeof(*l->profile));
     l->tmpl = calloc(l->maxc, sizeof(*l->tmpl));
     l->scratch = calloc(big, sizeof(double));
     l->scratch2 = calloc(big, sizeof(double));
-    if (!l->hist || !l->key || !l->m || !l->win || !l->profile || !l->tmpl || !l->scratch ||
-        !l->scratch2) {
+    if (!l->hist || !l->key || !l->chain || !l->bucket || !l->m || !l->at || !l->win ||
+        !l->profile || !l->tmpl || !l->scratch || !l->scratch2) {
         prophet_learner_free(l);
         return NULL;
     }
@@ -151,7 +165,10 @@ void prophet_learner_free(prophet_learner_t *l)
         return;
     free(l->hist);
     free(l->key);
+    free(l->chain);
+    free(l->bucket);
     free(l->m);
+    free(l->at);
     free(l->win);
     free(l->profile);
     free(l->tmpl);
@@ -309,23 +326,51 @@ static void recompute_runs(prophet_learner_t *l)
         while (t >= lo + P + r && H(l, t - r)->h == H(l, t - r - P)->h)
             r++;
         l->m[P] = r;
+        l->at[P] = t + 1;
     }
 }
 
-static void update_runs(prophet_learner_t *l)
+/* Links the newest call into its bucket's chain. */
+static void chain_add(prophet_learner_t *l)
 {
-    uint64_t t = l->pos - 1, lo = oldest(l);
-    uint32_t base = (uint32_t)(t % l->hn), P, lim = l->maxc;
-    uint64_t h = l->key[base];
+    uint64_t t = l->pos - 1, *b = &l->bucket[l->key[t % l->hn] & (l->nb - 1)];
 
-    if (t - lo < lim) /* only periods with a partner in the history */
-        lim = (uint32_t)(t - lo);
-    for (P = 1; P <= lim; P++) { /* hot while searching: no division per period */
-        uint32_t k = base >= P ? base - P : base + l->hn - P;
+    l->chain[t % l->hn] = *b;
+    *b = t + 1;
+}
 
-        l->m[P] = l->key[k] == h ? l->m[P] + 1 : 0;
+/* The newest call's m[P] where the call P earlier has its signature (the earlier calls of its
+ * chain, nearest first, so P grows); every other m[P] is 0 by its stale at[P]. Returns the
+ * smallest P with m[P] >= 2P whose template is not rejected, 0 if none. */
+static uint32_t update_runs(prophet_learner_t *l)
+{
+    uint64_t t = l->pos - 1, lo = oldest(l), h = l->key[t % l->hn], q1 = l->chain[t % l->hn];
+    uint32_t found = 0;
+
+    for (; q1 > lo && t + 1 - q1 <= l->maxc; q1 = l->chain[(q1 - 1) % l->hn]) {
+        uint64_t q = q1 - 1;
+        uint32_t P = (uint32_t)(t - q);
+
+        if (l->key[q % l->hn] != h)
+            continue; /* another signature in the same bucket */
+        l->m[P] = (l->at[P] == t ? l->m[P] : 0) + 1;
+        l->at[P] = t + 1;
+        if (!found && l->m[P] >= (K_COPIES - 1) * P && !rejected(l, template_hash(l, t, P)))
+            found = P;
     }
-    /* m[P] for longer periods stays 0: nothing set it since recompute_runs() or creation. */
+    return found;
+}
+
+/* After recompute_runs(): the smallest P with m[P] >= 2P whose template is not rejected. */
+static uint32_t scan_runs(prophet_learner_t *l)
+{
+    uint64_t t = l->pos - 1;
+    uint32_t P, lim = t < l->maxc ? (uint32_t)t : l->maxc;
+
+    for (P = 1; P <= lim; P++)
+        if (l->m[P] >= (K_COPIES - 1) * P && !rejected(l, template_hash(l, t, P)))
+            return P;
+    return 0;
 }
 
 /* Closes the iteration that just ended and decides whether the profile is (re)built. */
@@ -449,7 +494,7 @@ int prophet_learner_observe(prophet_learner_t *l, const prophet_call_sig_t *sig,
 {
     hist_ent_t *e;
     uint64_t t;
-    uint32_t P, lim;
+    uint32_t P;
     int flags = 0;
 
     if (index)
@@ -465,6 +510,7 @@ int prophet_learner_observe(prophet_learner_t *l, const prophet_call_sig_t *sig,
     e->ready = ready_us;
     l->total_bytes += sig->bytes;
     l->pos++;
+    chain_add(l);
 
     if (l->locked) {
         if (t >= l->period && H(l, t - l->period)->h == e->h) {
@@ -484,17 +530,14 @@ int prophet_learner_observe(prophet_learner_t *l, const prophet_call_sig_t *sig,
         }
         unlock(l);
         flags |= PROPHET_LEARN_RELEARN;
+        P = scan_runs(l);
     } else {
-        update_runs(l);
+        P = update_runs(l);
     }
-    lim = t < l->maxc ? (uint32_t)t : l->maxc;
-    for (P = 1; P <= lim; P++) {
-        if (l->m[P] >= (K_COPIES - 1) * P && !rejected(l, template_hash(l, t, P))) {
-            flags |= lock(l, P);
-            if (index)
-                *index = l->idx;
-            break;
-        }
+    if (P) {
+        flags |= lock(l, P);
+        if (index)
+            *index = l->idx;
     }
     return flags;
 }
