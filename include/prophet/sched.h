@@ -243,10 +243,10 @@ typedef enum prophet_cand {
  * the leader's, and the lower of the two fresh figures is kept (passthrough's rule still applies).
  * Among plans that all beat passthrough, which one led a pass of 3-4 samples each is noise:
  * ResNet-50 per-tensor at 8 ranks (1 Gbit/s) kept buckets on a confirmation window of 153 ms
- * where optimal, 2 ms behind it in the first pass, ran at 128 ms. */
-#define PROPHET_TRIAL_CONFIRM                                                                      \
-    3 /* windows added to such a round: passthrough's, the leader's and                            \
-         the runner-up's */
+ * where optimal, 2 ms behind it in the first pass, ran at 128 ms.
+ * PROPHET_TRIAL_CONFIRM: the windows added to such a round (passthrough's, the leader's and the
+ * runner-up's). */
+#define PROPHET_TRIAL_CONFIRM 3
 /* A round ends within this many iterations of its first agreement (every candidate distinct,
  * every one needing its second window, the confirmation's three, plus the agreement that
  * announces the choice). */
