@@ -29,6 +29,8 @@ static pthread_t prophet_poller_thread;
 static _Atomic int prophet_poller_run;
 static _Atomic int prophet_poller_exited;
 static _Atomic uint64_t prophet_probe_bits; /* double, -1 when there is no live throughput */
+static _Atomic int prophet_probe_wanted;    /* prophet_poller_want_probe() was called */
+static int prophet_probe_opened;            /* the poller thread's: prophet_bw_start() ran */
 static prophet_bw_t *prophet_bw;
 
 double prophet_poller_probe_Bps(void)
@@ -160,6 +162,14 @@ static void prophet_poll_bw(int64_t now, int64_t *next)
     }
 }
 
+void prophet_poller_want_probe(void)
+{
+    if (!atomic_load_explicit(&prophet_probe_wanted, memory_order_relaxed))
+        atomic_store_explicit(&prophet_probe_wanted, 1, memory_order_relaxed);
+}
+
+static void prophet_bw_start(void);
+
 static void *prophet_poller_main(void *arg)
 {
     struct timespec ts = {0, 0};
@@ -183,6 +193,11 @@ static void *prophet_poller_main(void *arg)
             busy |= c->blocks.inflight_head != NULL || c->blocks.pending.n > 0;
             pthread_mutex_unlock(&c->lock);
         }
+        if (!prophet_probe_opened &&
+            atomic_load_explicit(&prophet_probe_wanted, memory_order_relaxed)) {
+            prophet_bw_start(); /* here, not on a caller's thread: loading takes milliseconds */
+            prophet_probe_opened = 1;
+        }
         prophet_poll_bw(now, &next_bw);
         ts.tv_nsec = (busy ? PROPHET_POLL_US : PROPHET_POLL_IDLE_US) * 1000L;
         nanosleep(&ts, NULL);
@@ -202,7 +217,6 @@ static void prophet_bw_start(void)
 {
     char why[256] = "built without libbpf";
 
-    prophet_probe_set(-1);
     prophet_bw = prophet_bw_open((int)prophet_cfg.bwmon | PROPHET_BW_OPEN_ONLY_PID,
                                  prophet_cfg.bwmon_pin, 0, why, (int)sizeof(why));
     if (prophet_bw) {
@@ -221,7 +235,7 @@ int prophet_poller_start(void)
     pthread_attr_t attr;
     int rc;
 
-    prophet_bw_start();
+    prophet_probe_set(-1);
     atomic_store(&prophet_poller_run, 1);
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);

@@ -9,7 +9,12 @@ int prophet_poller_start(void);
 void prophet_poller_stop(void);
 /* Processes every inflight record of c now (waits for their events). Locked. */
 void prophet_poller_drain(prophet_comm_t *c);
-/* Latest live throughput (bytes/s) from the bandwidth source, or -1. */
+/* Latest live throughput (bytes/s) from the bandwidth source, or -1 (also before the source is
+ * opened). */
 double prophet_poller_probe_Bps(void);
+/* A comm has found its iteration: the poller opens the bandwidth source (the eBPF probe) at its
+ * next pass, once per process. A comm that never does (Horovod's fused calls: no plan is ever
+ * made) loads no probe and pays nothing for it. Any thread, lock-free. */
+void prophet_poller_want_probe(void);
 
 #endif

@@ -18,6 +18,7 @@
 #include "log_line.h"
 #include "nccl_dtype.h"
 #include "nccl_symbols.h"
+#include "readiness_poller.h"
 #include "release.h"
 #include "settings.h"
 
@@ -441,6 +442,7 @@ static ncclResult_t prophet_allreduce_in(prophet_comm_t *c, const void *sendbuff
          (flags & (PROPHET_LEARN_ITER_START | PROPHET_LEARN_RELEARN)) || !prophet_may_join(c, &k)))
         prophet_release_pending(c);
     if (flags >= 0 && (flags & PROPHET_LEARN_ITER_START)) {
+        prophet_poller_want_probe(); /* the iteration is found: plans will want the network */
         prophet_loop_iter_start(c, k.arrival_us);
         prophet_agreement_step(c, k.iteration);
         if (c->error != ncclSuccess)

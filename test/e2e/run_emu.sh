@@ -11,6 +11,8 @@
 #           | passthrough (every rank's summary: calls=N passthrough=N scheduled=0, N > 0 and the
 #             same N on every rank: each call observed and handed to NCCL at once, none held)
 #           | sampled (every rank's summary: observed < calls / 2, the rest passed straight to NCCL)
+#           | sampled-noprobe (sampled, and no rank opened a bandwidth source: no INFO line of
+#             'eBPF throughput from' or 'no eBPF throughput')
 #           | warn:REGEX (a 'prophet: WARN' line matching REGEX)
 #           | info:REGEX (a 'prophet: INFO' line matching REGEX)
 #           | each:REGEX (one 'prophet: INFO' line matching REGEX per rank, or more)
@@ -116,7 +118,7 @@ passthrough)
     [ "$(grep -c "prophet: INFO summary comm" "$out")" -eq "$ranks" ] && [ "$bad" -eq 0 ] ||
         fail "not every rank passed all of the same $n calls through unheld"
     grep "prophet: INFO summary comm" "$out" | head -n 1 ;;
-sampled)
+sampled | sampled-noprobe)
     # a comm that agrees no plan observes only sampled runs once unsettled (schedule.h): on every
     # rank, fewer than half of the calls went through events of ours, the rest straight to NCCL
     [ "$summaries" -eq "$ranks" ] || fail "$summaries summary lines for $ranks ranks"
@@ -124,7 +126,14 @@ sampled)
         sed -n 's/.* calls=\([0-9]*\) .* observed=\([0-9]*\).*/\1 \2/p' |
         awk '$1 == 0 || 2 * $2 >= $1' | wc -l)
     [ "$bad" -eq 0 ] || fail "$bad rank(s) observed half of their calls or more (summary: observed)"
-    grep "prophet: INFO summary comm" "$out" | head -n 1 ;;
+    grep "prophet: INFO summary comm" "$out" | head -n 1
+    # the probe is opened once a comm finds its iteration (readiness_poller.h): never here
+    if [ "$check" = sampled-noprobe ]; then
+        opened=$(grep -Ec "prophet: INFO (eBPF throughput from|no eBPF throughput)" "$out")
+        [ "$opened" -eq 0 ] || fail "$opened rank(s) opened a bandwidth source: $(grep -Em1 \
+            "prophet: INFO (eBPF throughput from|no eBPF throughput)" "$out")"
+        echo "no rank opened a bandwidth source"
+    fi ;;
 warn:*)
     re=${check#warn:}
     grep -Eq "prophet: WARN .*$re" "$out" || fail "no WARN line matching '$re'"
