@@ -51,6 +51,12 @@
 #define MIN_WINDOW 8
 #define MAX_REJECT 64
 
+/* One call in the search's ring: its signature key and the position + 1 of the previous call in
+ * the same bucket (0 none), side by side: a step of the chain reads one cache line. */
+typedef struct search_ent {
+    uint64_t key, chain;
+} search_ent_t;
+
 typedef struct hist_ent {
     uint64_t h;
     uint64_t cum; /* bytes of all calls before this one since the stream began */
@@ -61,11 +67,11 @@ typedef struct hist_ent {
 struct prophet_learner {
     uint32_t learn_iters, maxc, hn, w;
     hist_ent_t *hist; /* ring of hn entries, indexed by absolute position */
-    uint64_t *key;    /* the same ring's signature keys alone: the search reads up to max_calls
-                       * of them per call, contiguous (8 bytes each, not a whole entry) */
-    uint64_t *chain;  /* the same ring: position + 1 of the previous call in its bucket, 0 none */
-    uint64_t *bucket; /* nb buckets of signature keys: position + 1 of the newest call, 0 none */
-    uint64_t nb;      /* a power of two >= hn */
+    /* The search's rings, nb >= hn entries (a power of two: a mask, not a division, per step),
+     * indexed by position & (nb - 1): */
+    search_ent_t *ring; /* each call's key and chain link (16 bytes, not a whole entry) */
+    uint64_t *bucket;   /* nb buckets of signature keys: position + 1 of the newest call, 0 none */
+    uint64_t nb;
     uint64_t pos, total_bytes;
     uint32_t *m;  /* m[P], P = 1..maxc, valid at position at[P] only (else 0) */
     uint64_t *at; /* position + 1 at which m[P] was last counted */
@@ -141,8 +147,7 @@ prophet_learner_t *prophet_learner_new(const prophet_learner_opts_t *opts)
     for (l->nb = 1; l->nb < l->hn; l->nb <<= 1)
         ;
     l->hist = calloc(l->hn, sizeof(*l->hist));
-    l->key = calloc(l->hn, sizeof(*l->key));
-    l->chain = calloc(l->hn, sizeof(*l->chain));
+    l->ring = calloc(l->nb, sizeof(*l->ring));
     l->bucket = calloc(l->nb, sizeof(*l->bucket));
     l->m = calloc(l->maxc + 1, sizeof(*l->m));
     l->at = calloc(l->maxc + 1, sizeof(*l->at));
@@ -151,8 +156,8 @@ prophet_learner_t *prophet_learner_new(const prophet_learner_opts_t *opts)
     l->tmpl = calloc(l->maxc, sizeof(*l->tmpl));
     l->scratch = calloc(big, sizeof(double));
     l->scratch2 = calloc(big, sizeof(double));
-    if (!l->hist || !l->key || !l->chain || !l->bucket || !l->m || !l->at || !l->win ||
-        !l->profile || !l->tmpl || !l->scratch || !l->scratch2) {
+    if (!l->hist || !l->ring || !l->bucket || !l->m || !l->at || !l->win || !l->profile ||
+        !l->tmpl || !l->scratch || !l->scratch2) {
         prophet_learner_free(l);
         return NULL;
     }
@@ -164,8 +169,7 @@ void prophet_learner_free(prophet_learner_t *l)
     if (!l)
         return;
     free(l->hist);
-    free(l->key);
-    free(l->chain);
+    free(l->ring);
     free(l->bucket);
     free(l->m);
     free(l->at);
@@ -333,9 +337,11 @@ static void recompute_runs(prophet_learner_t *l)
 /* Links the newest call into its bucket's chain. */
 static void chain_add(prophet_learner_t *l)
 {
-    uint64_t t = l->pos - 1, *b = &l->bucket[l->key[t % l->hn] & (l->nb - 1)];
+    uint64_t t = l->pos - 1, *b;
+    search_ent_t *e = &l->ring[t & (l->nb - 1)];
 
-    l->chain[t % l->hn] = *b;
+    b = &l->bucket[e->key & (l->nb - 1)];
+    e->chain = *b;
     *b = t + 1;
 }
 
@@ -344,14 +350,15 @@ static void chain_add(prophet_learner_t *l)
  * smallest P with m[P] >= 2P whose template is not rejected, 0 if none. */
 static uint32_t update_runs(prophet_learner_t *l)
 {
-    uint64_t t = l->pos - 1, lo = oldest(l), h = l->key[t % l->hn], q1 = l->chain[t % l->hn];
+    uint64_t t = l->pos - 1, lo = oldest(l), km = l->nb - 1, h = l->ring[t & km].key,
+             q1 = l->ring[t & km].chain;
     uint32_t found = 0;
 
-    for (; q1 > lo && t + 1 - q1 <= l->maxc; q1 = l->chain[(q1 - 1) % l->hn]) {
+    for (; q1 > lo && t + 1 - q1 <= l->maxc; q1 = l->ring[(q1 - 1) & km].chain) {
         uint64_t q = q1 - 1;
         uint32_t P = (uint32_t)(t - q);
 
-        if (l->key[q % l->hn] != h)
+        if (l->ring[q & km].key != h)
             continue; /* another signature in the same bucket */
         l->m[P] = (l->at[P] == t ? l->m[P] : 0) + 1;
         l->at[P] = t + 1;
@@ -504,7 +511,7 @@ int prophet_learner_observe(prophet_learner_t *l, const prophet_call_sig_t *sig,
     t = l->pos;
     e = H(l, t);
     e->h = sig_key(sig);
-    l->key[t % l->hn] = e->h;
+    l->ring[t & (l->nb - 1)].key = e->h;
     e->sig = *sig;
     e->cum = l->total_bytes;
     e->ready = ready_us;
