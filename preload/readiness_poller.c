@@ -31,6 +31,7 @@ static _Atomic int prophet_poller_exited;
 static _Atomic uint64_t prophet_probe_bits; /* double, -1 when there is no live throughput */
 static _Atomic int prophet_probe_wanted;    /* prophet_poller_want_probe() was called */
 static int prophet_probe_opened;            /* the poller thread's: prophet_bw_start() ran */
+static _Atomic int prophet_probe_loading;   /* the poller is inside prophet_bw_start() */
 static prophet_bw_t *prophet_bw;
 
 double prophet_poller_probe_Bps(void)
@@ -195,8 +196,14 @@ static void *prophet_poller_main(void *arg)
         }
         if (!prophet_probe_opened &&
             atomic_load_explicit(&prophet_probe_wanted, memory_order_relaxed)) {
-            prophet_bw_start(); /* here, not on a caller's thread: loading takes milliseconds */
+            /* here, not on a caller's thread: loading takes tens of milliseconds, which
+             * prophet_poller_stop() waits out; the loop's condition is checked again after it */
+            atomic_store(&prophet_probe_loading, 1);
+            if (atomic_load(&prophet_poller_run))
+                prophet_bw_start();
             prophet_probe_opened = 1;
+            atomic_store(&prophet_probe_loading, 0);
+            continue;
         }
         prophet_poll_bw(now, &next_bw);
         ts.tv_nsec = (busy ? PROPHET_POLL_US : PROPHET_POLL_IDLE_US) * 1000L;
@@ -248,14 +255,18 @@ int prophet_poller_start(void)
     return 0;
 }
 
-/* At exit: the thread leaves its loop before CUDA and NCCL are torn down (waits <= 50 ms). */
+/* At exit: the thread leaves its loop before CUDA and NCCL are torn down (waits <= 50 ms, up to
+ * 5 s while it loads the probe). */
 void prophet_poller_stop(void)
 {
     struct timespec ts = {0, 100000};
 
     if (!atomic_exchange(&prophet_poller_run, 0))
         return;
-    for (int i = 0; i < 500 && !atomic_load(&prophet_poller_exited); i++)
+    /* 50 ms, or up to 5 s while the thread is loading the probe (its pass touches the comms) */
+    for (int i = 0; i < 50000 && !atomic_load(&prophet_poller_exited) &&
+                    (i < 500 || atomic_load(&prophet_probe_loading));
+         i++)
         nanosleep(&ts, NULL);
     if (prophet_bw && atomic_load(&prophet_poller_exited)) {
         prophet_bw_close(prophet_bw); /* the host's shared probe: hands it on to another rank */

@@ -143,6 +143,9 @@ static int prophet_observe(prophet_comm_t *c, prophet_call_t *k, int64_t ready_u
         for (uint32_t i = 0; p && i < p->n_calls; i++)
             c->order.iter_bytes += p->sig[i].bytes;
         c->order.phase_ok = k->index == 0 && prophet_phase_anchored(c);
+        /* a profile: plans will read the network (not at a mere lock: Horovod's aperiodic calls
+         * lock by chance and break again) */
+        prophet_poller_want_probe();
         /* first plan: agree at the next iteration start (block mode: after measuring) */
         if (p && !c->agree.have_plan && c->agree.next_agree_iter > k->iteration &&
             prophet_cfg.gate != PROPHET_GATE_HOLD)
@@ -442,7 +445,6 @@ static ncclResult_t prophet_allreduce_in(prophet_comm_t *c, const void *sendbuff
          (flags & (PROPHET_LEARN_ITER_START | PROPHET_LEARN_RELEARN)) || !prophet_may_join(c, &k)))
         prophet_release_pending(c);
     if (flags >= 0 && (flags & PROPHET_LEARN_ITER_START)) {
-        prophet_poller_want_probe(); /* the iteration is found: plans will want the network */
         prophet_loop_iter_start(c, k.arrival_us);
         prophet_agreement_step(c, k.iteration);
         if (c->error != ncclSuccess)
