@@ -4,11 +4,6 @@
  * Period (signatures only, never time, so every rank finds the same boundaries):
  *  - m[P] counts how many consecutive recent calls equal the call P positions earlier. While
  *    searching, the smallest P with m[P] >= 2P (the last three P-windows are equal) locks.
- *    A call changes m[P] only where the call P positions earlier has its signature, and sets
- *    every other m[P] to 0: each m[P] carries the position it was last counted at (0 when that
- *    is not the previous call), and a chain through the history's earlier calls of the same
- *    hash bucket finds those P. A call costs its signature's recurrences in the history, not
- *    max_calls (an aperiodic stream, e.g. Horovod's fused calls, keeps searching forever).
  *  - Locked, each call must equal the call one period earlier; the first mismatch breaks the lock
  *    (PROPHET_LEARN_RELEARN: profile dropped), the broken period's template (P and a
  *    rotation-invariant hash of its signatures) is rejected from then on, and the search resumes
@@ -51,12 +46,6 @@
 #define MIN_WINDOW 8
 #define MAX_REJECT 64
 
-/* One call in the search's ring: its signature key and the position + 1 of the previous call in
- * the same bucket (0 none), side by side: a step of the chain reads one cache line. */
-typedef struct search_ent {
-    uint64_t key, chain;
-} search_ent_t;
-
 typedef struct hist_ent {
     uint64_t h;
     uint64_t cum; /* bytes of all calls before this one since the stream began */
@@ -67,14 +56,10 @@ typedef struct hist_ent {
 struct prophet_learner {
     uint32_t learn_iters, maxc, hn, w;
     hist_ent_t *hist; /* ring of hn entries, indexed by absolute position */
-    /* The search's rings, nb >= hn entries (a power of two: a mask, not a division, per step),
-     * indexed by position & (nb - 1): */
-    search_ent_t *ring; /* each call's key and chain link (16 bytes, not a whole entry) */
-    uint64_t *bucket;   /* nb buckets of signature keys: position + 1 of the newest call, 0 none */
-    uint64_t nb;
+    uint64_t *key;    /* the same ring's signature keys alone: the search reads up to max_calls
+                       * of them per call, contiguous (8 bytes each, not a whole entry) */
     uint64_t pos, total_bytes;
-    uint32_t *m;  /* m[P], P = 1..maxc, valid at position at[P] only (else 0) */
-    uint64_t *at; /* position + 1 at which m[P] was last counted */
+    uint32_t *m; /* m[P], P = 1..maxc */
     /* lock */
     int locked;
     uint32_t period, idx;
@@ -144,20 +129,16 @@ prophet_learner_t *prophet_learner_new(const prophet_learner_opts_t *opts)
     if (l->w > MAX_WINDOW)
         l->w = MAX_WINDOW;
     big = l->w > l->maxc ? l->w : l->maxc;
-    for (l->nb = 1; l->nb < l->hn; l->nb <<= 1)
-        ;
     l->hist = calloc(l->hn, sizeof(*l->hist));
-    l->ring = calloc(l->nb, sizeof(*l->ring));
-    l->bucket = calloc(l->nb, sizeof(*l->bucket));
+    l->key = calloc(l->hn, sizeof(*l->key));
     l->m = calloc(l->maxc + 1, sizeof(*l->m));
-    l->at = calloc(l->maxc + 1, sizeof(*l->at));
     l->win = calloc((size_t)l->w * l->maxc, sizeof(*l->win));
     l->profile = calloc(1, sizeof(*l->profile));
     l->tmpl = calloc(l->maxc, sizeof(*l->tmpl));
     l->scratch = calloc(big, sizeof(double));
     l->scratch2 = calloc(big, sizeof(double));
-    if (!l->hist || !l->ring || !l->bucket || !l->m || !l->at || !l->win || !l->profile ||
-        !l->tmpl || !l->scratch || !l->scratch2) {
+    if (!l->hist || !l->key || !l->m || !l->win || !l->profile || !l->tmpl || !l->scratch ||
+        !l->scratch2) {
         prophet_learner_free(l);
         return NULL;
     }
@@ -169,10 +150,8 @@ void prophet_learner_free(prophet_learner_t *l)
     if (!l)
         return;
     free(l->hist);
-    free(l->ring);
-    free(l->bucket);
+    free(l->key);
     free(l->m);
-    free(l->at);
     free(l->win);
     free(l->profile);
     free(l->tmpl);
@@ -330,54 +309,23 @@ static void recompute_runs(prophet_learner_t *l)
         while (t >= lo + P + r && H(l, t - r)->h == H(l, t - r - P)->h)
             r++;
         l->m[P] = r;
-        l->at[P] = t + 1;
     }
 }
 
-/* Links the newest call into its bucket's chain. */
-static void chain_add(prophet_learner_t *l)
+static void update_runs(prophet_learner_t *l)
 {
-    uint64_t t = l->pos - 1, *b;
-    search_ent_t *e = &l->ring[t & (l->nb - 1)];
+    uint64_t t = l->pos - 1, lo = oldest(l);
+    uint32_t base = (uint32_t)(t % l->hn), P, lim = l->maxc;
+    uint64_t h = l->key[base];
 
-    b = &l->bucket[e->key & (l->nb - 1)];
-    e->chain = *b;
-    *b = t + 1;
-}
+    if (t - lo < lim) /* only periods with a partner in the history */
+        lim = (uint32_t)(t - lo);
+    for (P = 1; P <= lim; P++) { /* hot while searching: no division per period */
+        uint32_t k = base >= P ? base - P : base + l->hn - P;
 
-/* The newest call's m[P] where the call P earlier has its signature (the earlier calls of its
- * chain, nearest first, so P grows); every other m[P] is 0 by its stale at[P]. Returns the
- * smallest P with m[P] >= 2P whose template is not rejected, 0 if none. */
-static uint32_t update_runs(prophet_learner_t *l)
-{
-    uint64_t t = l->pos - 1, lo = oldest(l), km = l->nb - 1, h = l->ring[t & km].key,
-             q1 = l->ring[t & km].chain;
-    uint32_t found = 0;
-
-    for (; q1 > lo && t + 1 - q1 <= l->maxc; q1 = l->ring[(q1 - 1) & km].chain) {
-        uint64_t q = q1 - 1;
-        uint32_t P = (uint32_t)(t - q);
-
-        if (l->ring[q & km].key != h)
-            continue; /* another signature in the same bucket */
-        l->m[P] = (l->at[P] == t ? l->m[P] : 0) + 1;
-        l->at[P] = t + 1;
-        if (!found && l->m[P] >= (K_COPIES - 1) * P && !rejected(l, template_hash(l, t, P)))
-            found = P;
+        l->m[P] = l->key[k] == h ? l->m[P] + 1 : 0;
     }
-    return found;
-}
-
-/* After recompute_runs(): the smallest P with m[P] >= 2P whose template is not rejected. */
-static uint32_t scan_runs(prophet_learner_t *l)
-{
-    uint64_t t = l->pos - 1;
-    uint32_t P, lim = t < l->maxc ? (uint32_t)t : l->maxc;
-
-    for (P = 1; P <= lim; P++)
-        if (l->m[P] >= (K_COPIES - 1) * P && !rejected(l, template_hash(l, t, P)))
-            return P;
-    return 0;
+    /* m[P] for longer periods stays 0: nothing set it since recompute_runs() or creation. */
 }
 
 /* Closes the iteration that just ended and decides whether the profile is (re)built. */
@@ -501,7 +449,7 @@ int prophet_learner_observe(prophet_learner_t *l, const prophet_call_sig_t *sig,
 {
     hist_ent_t *e;
     uint64_t t;
-    uint32_t P;
+    uint32_t P, lim;
     int flags = 0;
 
     if (index)
@@ -511,13 +459,12 @@ int prophet_learner_observe(prophet_learner_t *l, const prophet_call_sig_t *sig,
     t = l->pos;
     e = H(l, t);
     e->h = sig_key(sig);
-    l->ring[t & (l->nb - 1)].key = e->h;
+    l->key[t % l->hn] = e->h;
     e->sig = *sig;
     e->cum = l->total_bytes;
     e->ready = ready_us;
     l->total_bytes += sig->bytes;
     l->pos++;
-    chain_add(l);
 
     if (l->locked) {
         if (t >= l->period && H(l, t - l->period)->h == e->h) {
@@ -537,14 +484,17 @@ int prophet_learner_observe(prophet_learner_t *l, const prophet_call_sig_t *sig,
         }
         unlock(l);
         flags |= PROPHET_LEARN_RELEARN;
-        P = scan_runs(l);
     } else {
-        P = update_runs(l);
+        update_runs(l);
     }
-    if (P) {
-        flags |= lock(l, P);
-        if (index)
-            *index = l->idx;
+    lim = t < l->maxc ? (uint32_t)t : l->maxc;
+    for (P = 1; P <= lim; P++) {
+        if (l->m[P] >= (K_COPIES - 1) * P && !rejected(l, template_hash(l, t, P))) {
+            flags |= lock(l, P);
+            if (index)
+                *index = l->idx;
+            break;
+        }
     }
     return flags;
 }
