@@ -31,7 +31,6 @@ static _Atomic int prophet_poller_exited;
 static _Atomic uint64_t prophet_probe_bits; /* double, -1 when there is no live throughput */
 static _Atomic int prophet_probe_wanted;    /* prophet_poller_want_probe() was called */
 static int prophet_probe_opened;            /* the poller thread's: prophet_bw_start() ran */
-static _Atomic int prophet_probe_loading;   /* the poller is inside prophet_bw_start() */
 static prophet_bw_t *prophet_bw;
 
 double prophet_poller_probe_Bps(void)
@@ -163,13 +162,27 @@ static void prophet_poll_bw(int64_t now, int64_t *next)
     }
 }
 
-void prophet_poller_want_probe(void)
+static void prophet_bw_start(void)
 {
-    if (!atomic_load_explicit(&prophet_probe_wanted, memory_order_relaxed))
-        atomic_store_explicit(&prophet_probe_wanted, 1, memory_order_relaxed);
+    char why[256] = "built without libbpf";
+
+    prophet_bw = prophet_bw_open((int)prophet_cfg.bwmon | PROPHET_BW_OPEN_ONLY_PID,
+                                 prophet_cfg.bwmon_pin, 0, why, (int)sizeof(why));
+    if (prophet_bw) {
+        prophet_msg(PROPHET_LOG_INFO, "eBPF throughput from %s",
+                    prophet_bw_source_name(prophet_bw_source(prophet_bw)));
+        return;
+    }
+    prophet_msg(PROPHET_LOG_INFO,
+                "no eBPF throughput (%s); using bandwidth fitted from NCCL "
+                "operations",
+                why);
 }
 
-static void prophet_bw_start(void);
+void prophet_poller_want_probe(void)
+{
+    atomic_store_explicit(&prophet_probe_wanted, 1, memory_order_relaxed);
+}
 
 static void *prophet_poller_main(void *arg)
 {
@@ -196,13 +209,14 @@ static void *prophet_poller_main(void *arg)
         }
         if (!prophet_probe_opened &&
             atomic_load_explicit(&prophet_probe_wanted, memory_order_relaxed)) {
-            /* here, not on a caller's thread: loading takes tens of milliseconds, which
-             * prophet_poller_stop() waits out; the loop's condition is checked again after it */
-            atomic_store(&prophet_probe_loading, 1);
+            /* here, not on a caller's thread: loading takes tens of milliseconds. An exit meanwhile
+             * stops waiting after 50 ms and tears the comms down: the loop's condition is checked
+             * again before anything else, so the thread leaves without touching them (the probe
+             * it opened is then not closed: a shared one's pins go stale, and the next owner
+             * removes them, as after a crash; bpf/README.md) */
             if (atomic_load(&prophet_poller_run))
                 prophet_bw_start();
             prophet_probe_opened = 1;
-            atomic_store(&prophet_probe_loading, 0);
             continue;
         }
         prophet_poll_bw(now, &next_bw);
@@ -218,23 +232,6 @@ void prophet_poller_drain(prophet_comm_t *c)
     for (prophet_inflight_t *f = c->blocks.inflight_head; f; f = f->next)
         prophet_cu.EventSynchronize(f->end);
     prophet_poll_inflight(c);
-}
-
-static void prophet_bw_start(void)
-{
-    char why[256] = "built without libbpf";
-
-    prophet_bw = prophet_bw_open((int)prophet_cfg.bwmon | PROPHET_BW_OPEN_ONLY_PID,
-                                 prophet_cfg.bwmon_pin, 0, why, (int)sizeof(why));
-    if (prophet_bw) {
-        prophet_msg(PROPHET_LOG_INFO, "eBPF throughput from %s",
-                    prophet_bw_source_name(prophet_bw_source(prophet_bw)));
-        return;
-    }
-    prophet_msg(PROPHET_LOG_INFO,
-                "no eBPF throughput (%s); using bandwidth fitted from NCCL "
-                "operations",
-                why);
 }
 
 int prophet_poller_start(void)
@@ -255,20 +252,16 @@ int prophet_poller_start(void)
     return 0;
 }
 
-/* At exit: the thread leaves its loop before CUDA and NCCL are torn down (waits <= 50 ms, up to
- * 5 s while it loads the probe). */
+/* At exit: the thread leaves its loop before CUDA and NCCL are torn down (waits <= 50 ms). */
 void prophet_poller_stop(void)
 {
     struct timespec ts = {0, 100000};
 
     if (!atomic_exchange(&prophet_poller_run, 0))
         return;
-    /* 50 ms, or up to 5 s while the thread is loading the probe (its pass touches the comms) */
-    for (int i = 0; i < 50000 && !atomic_load(&prophet_poller_exited) &&
-                    (i < 500 || atomic_load(&prophet_probe_loading));
-         i++)
+    for (int i = 0; i < 500 && !atomic_load(&prophet_poller_exited); i++)
         nanosleep(&ts, NULL);
-    if (prophet_bw && atomic_load(&prophet_poller_exited)) {
+    if (atomic_load(&prophet_poller_exited) && prophet_bw) { /* written by the thread */
         prophet_bw_close(prophet_bw); /* the host's shared probe: hands it on to another rank */
         prophet_bw = NULL;
     }

@@ -397,8 +397,6 @@ static void drive_round(prophet_trials_t *t, const double *first, const double *
         if (d->phase == PROPHET_TRIAL_CHOSEN)
             return;
         CHECK(*n < PROPHET_CAND_COUNT + PROPHET_TRIAL_CONFIRM);
-        if (*n >= PROPHET_CAND_COUNT + PROPHET_TRIAL_CONFIRM)
-            return;
         seen[(*n)++] = d->candidate;
         double v = visits[d->candidate]++ == 0 ? first[d->candidate] : again[d->candidate];
         for (int i = 0; i < 4; i++)
