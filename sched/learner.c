@@ -4,6 +4,9 @@
  * Period (signatures only, never time, so every rank finds the same boundaries):
  *  - m[P] counts how many consecutive recent calls equal the call P positions earlier. While
  *    searching, the smallest P with m[P] >= 2P (the last three P-windows are equal) locks.
+ *    Updating m[] costs maxc comparisons a call while searching (every call of a comm that never
+ *    locks, like Horovod's): they read 32-bit keys in one forward pass, 4 periods at a time, and
+ *    a candidate's run is recounted on the full 64-bit keys before it locks.
  *  - Locked, each call must equal the call one period earlier; the first mismatch breaks the lock
  *    (PROPHET_LEARN_RELEARN: profile dropped), the broken period's template (P and a
  *    rotation-invariant hash of its signatures) is rejected from then on, and the search resumes
@@ -56,8 +59,10 @@ typedef struct hist_ent {
 struct prophet_learner {
     uint32_t learn_iters, maxc, hn, w;
     hist_ent_t *hist; /* ring of hn entries, indexed by absolute position */
-    uint64_t *key;    /* the same ring's signature keys alone: the search reads up to max_calls
-                       * of them per call, contiguous (8 bytes each, not a whole entry) */
+    /* The search's own copy of the keys, 32 bits each, newest first: skey[sbase + P] is the key
+     * P calls back (P = 1..maxc). Each key is stored twice, at r and r + maxc + 1, so that the
+     * window is contiguous and read forward, 4 periods at a time (update_runs). */
+    uint32_t *skey, sbase;
     uint64_t pos, total_bytes;
     uint32_t *m; /* m[P], P = 1..maxc */
     /* lock */
@@ -130,14 +135,14 @@ prophet_learner_t *prophet_learner_new(const prophet_learner_opts_t *opts)
         l->w = MAX_WINDOW;
     big = l->w > l->maxc ? l->w : l->maxc;
     l->hist = calloc(l->hn, sizeof(*l->hist));
-    l->key = calloc(l->hn, sizeof(*l->key));
+    l->skey = calloc(2 * ((size_t)l->maxc + 1), sizeof(*l->skey));
     l->m = calloc(l->maxc + 1, sizeof(*l->m));
     l->win = calloc((size_t)l->w * l->maxc, sizeof(*l->win));
     l->profile = calloc(1, sizeof(*l->profile));
     l->tmpl = calloc(l->maxc, sizeof(*l->tmpl));
     l->scratch = calloc(big, sizeof(double));
     l->scratch2 = calloc(big, sizeof(double));
-    if (!l->hist || !l->key || !l->m || !l->win || !l->profile || !l->tmpl || !l->scratch ||
+    if (!l->hist || !l->skey || !l->m || !l->win || !l->profile || !l->tmpl || !l->scratch ||
         !l->scratch2) {
         prophet_learner_free(l);
         return NULL;
@@ -150,7 +155,7 @@ void prophet_learner_free(prophet_learner_t *l)
     if (!l)
         return;
     free(l->hist);
-    free(l->key);
+    free(l->skey);
     free(l->m);
     free(l->win);
     free(l->profile);
@@ -312,20 +317,76 @@ static void recompute_runs(prophet_learner_t *l)
     }
 }
 
-static void update_runs(prophet_learner_t *l)
+static uint32_t fold_key(uint64_t h)
+{
+    return (uint32_t)(h ^ h >> 32);
+}
+
+uint32_t prophet_learner_search_key(const prophet_call_sig_t *sig)
+{
+    return fold_key(sig_key(sig));
+}
+
+/* Stores the newest key (position pos - 1) in the search's copy. */
+static void skey_push(prophet_learner_t *l, uint64_t h)
+{
+    uint32_t R = l->maxc + 1;
+
+    l->sbase = R - 1 - (uint32_t)((l->pos - 1) % R);
+    l->skey[l->sbase] = l->skey[l->sbase + R] = fold_key(h);
+}
+
+/* m[P] for the newest position from m[P] for the one before, P = 1..maxc (hot while searching:
+ * one forward pass, 4 periods per step where the compiler has vector types). The keys are 32
+ * bits, so m[P] may overcount after a collision; verified_run() recounts it before any lock.
+ * Returns whether some m[P] reached the lock threshold. */
+static int update_runs(prophet_learner_t *l)
 {
     uint64_t t = l->pos - 1, lo = oldest(l);
-    uint32_t base = (uint32_t)(t % l->hn), P, lim = l->maxc;
-    uint64_t h = l->key[base];
+    const uint32_t *k = l->skey + l->sbase;
+    uint32_t lim = l->maxc, P = 1, h = k[0], any = 0;
 
     if (t - lo < lim) /* only periods with a partner in the history */
         lim = (uint32_t)(t - lo);
-    for (P = 1; P <= lim; P++) { /* hot while searching: no division per period */
-        uint32_t k = base >= P ? base - P : base + l->hn - P;
+#if defined(__GNUC__)
+    {
+        typedef uint32_t v4u_t __attribute__((vector_size(16)));
+        typedef int32_t v4s_t __attribute__((vector_size(16)));
+        const uint32_t c = K_COPIES - 1;
+        v4u_t hv = {h, h, h, h}, one = {1, 1, 1, 1};
+        v4u_t need = {c - 1, 2 * c - 1, 3 * c - 1, 4 * c - 1}, step = {4 * c, 4 * c, 4 * c, 4 * c};
+        v4s_t hit = {0, 0, 0, 0};
 
-        l->m[P] = l->key[k] == h ? l->m[P] + 1 : 0;
+        for (; P + 3 <= lim; P += 4, need += step) {
+            v4u_t kv, mv;
+
+            memcpy(&kv, k + P, sizeof(kv));
+            memcpy(&mv, l->m + P, sizeof(mv));
+            mv = (mv + one) & (v4u_t)(kv == hv);
+            hit |= (v4s_t)mv > (v4s_t)need; /* runs compare as signed: SSE2 has no unsigned > */
+            memcpy(l->m + P, &mv, sizeof(mv));
+        }
+        any = (uint32_t)(hit[0] | hit[1] | hit[2] | hit[3]);
+    }
+#endif
+    for (; P <= lim; P++) {
+        l->m[P] = k[P] == h ? l->m[P] + 1 : 0;
+        any |= (int32_t)l->m[P] >= (int32_t)((K_COPIES - 1) * P);
     }
     /* m[P] for longer periods stays 0: nothing set it since recompute_runs() or creation. */
+    return any != 0;
+}
+
+/* m[P] recounted on the full keys within the history (at most its current value: the 32-bit
+ * keys only overcount, and lock() starts the run no earlier than the history anyway). */
+static uint32_t verified_run(prophet_learner_t *l, uint32_t P)
+{
+    uint64_t t = l->pos - 1, lo = oldest(l);
+    uint32_t r = 0;
+
+    while (r < l->m[P] && t >= lo + P + r && H(l, t - r)->h == H(l, t - r - P)->h)
+        r++;
+    return l->m[P] = r;
 }
 
 /* Closes the iteration that just ended and decides whether the profile is (re)built. */
@@ -459,12 +520,12 @@ int prophet_learner_observe(prophet_learner_t *l, const prophet_call_sig_t *sig,
     t = l->pos;
     e = H(l, t);
     e->h = sig_key(sig);
-    l->key[t % l->hn] = e->h;
     e->sig = *sig;
     e->cum = l->total_bytes;
     e->ready = ready_us;
     l->total_bytes += sig->bytes;
     l->pos++;
+    skey_push(l, e->h);
 
     if (l->locked) {
         if (t >= l->period && H(l, t - l->period)->h == e->h) {
@@ -484,12 +545,13 @@ int prophet_learner_observe(prophet_learner_t *l, const prophet_call_sig_t *sig,
         }
         unlock(l);
         flags |= PROPHET_LEARN_RELEARN;
-    } else {
-        update_runs(l);
+    } else if (!update_runs(l)) {
+        return flags; /* no period reached the threshold */
     }
     lim = t < l->maxc ? (uint32_t)t : l->maxc;
     for (P = 1; P <= lim; P++) {
-        if (l->m[P] >= (K_COPIES - 1) * P && !rejected(l, template_hash(l, t, P))) {
+        if (l->m[P] >= (K_COPIES - 1) * P && !rejected(l, template_hash(l, t, P)) &&
+            verified_run(l, P) >= (K_COPIES - 1) * P) {
             flags |= lock(l, P);
             if (index)
                 *index = l->idx;

@@ -11,6 +11,10 @@
 double prophet_median(double *v, size_t n);
 double prophet_mad(double *v, size_t n, double median); /* median absolute deviation (unscaled) */
 
+/* The 32-bit key under which the learner's period search compares a call (learner.c); unequal
+ * signatures may share one, which the search verifies on the full key before it locks. */
+uint32_t prophet_learner_search_key(const prophet_call_sig_t *sig);
+
 /* Cost of one all-reduce block of `bytes` payload on `net` (alpha + bytes / algorithm bandwidth).
  */
 static inline double prophet_block_cost_us(const prophet_net_t *net, uint64_t bytes)

@@ -8,6 +8,7 @@
 
 #include "check.h"
 #include "prophet/sched.h"
+#include "sched_internal.h"
 
 typedef struct stream {
     prophet_call_sig_t sig[512];
@@ -316,6 +317,84 @@ static void check_change(const char *dir)
     printf("changed sequence: relearned, period %u anchored by bytes at the change\n", P);
 }
 
+typedef struct keyed {
+    uint32_t key, count;
+} keyed_t;
+
+static int cmp_keyed(const void *a, const void *b)
+{
+    const keyed_t *x = a, *y = b;
+
+    return x->key != y->key ? (x->key > y->key) - (x->key < y->key)
+                            : (x->count > y->count) - (x->count < y->count);
+}
+
+static prophet_call_sig_t sig_of_count(uint32_t count)
+{
+    prophet_call_sig_t g;
+
+    memset(&g, 0, sizeof(g));
+    g.count = count;
+    g.dtype = 7;
+    g.bytes = 4ull * count;
+    return g;
+}
+
+/* Two signatures (float tensors of counts *a != *b) that share the search's 32-bit key: a
+ * birthday search over 2^19 counts (about 32 pairs expected). */
+static void find_collision(uint32_t *a, uint32_t *b)
+{
+    const uint32_t n = 1u << 19;
+    keyed_t *v = malloc(n * sizeof(*v));
+
+    CHECK(v);
+    for (uint32_t i = 0; i < n; i++) {
+        prophet_call_sig_t g = sig_of_count(i + 1);
+
+        v[i].key = prophet_learner_search_key(&g);
+        v[i].count = i + 1;
+    }
+    qsort(v, n, sizeof(*v), cmp_keyed);
+    *a = *b = 0;
+    for (uint32_t i = 1; i < n && !*a; i++)
+        if (v[i].key == v[i - 1].key) {
+            *a = v[i - 1].count;
+            *b = v[i].count;
+        }
+    free(v);
+    CHECKF(*a && *b, "no 32-bit key collision among %u signatures", n);
+}
+
+/* The period search compares 32-bit keys; two different calls that share one must not make a
+ * period out of a stream that is not periodic. Ten distinct calls X, then X with its first call
+ * swapped for one of the same key, then X twice: the true runs restart at calls 10 and 20, so
+ * the lock (3 equal copies) comes at call 40, not at call 29 as the keys alone would have it. */
+static void check_key_collision(void)
+{
+    prophet_learner_opts_t o = {.learn_iters = 4, .max_calls = PROPHET_MAX_CALLS};
+    prophet_learner_t *l = prophet_learner_new(&o);
+    prophet_call_sig_t x[10];
+    uint32_t a, b, idx = 0, first_lock = UINT32_MAX;
+
+    CHECK(l);
+    find_collision(&a, &b);
+    x[0] = sig_of_count(a);
+    for (uint32_t i = 1; i < 10; i++)
+        x[i] = sig_of_count((1u << 20) + 1000 * i); /* beyond the searched counts */
+    for (uint32_t c = 0; c < 6 * 10 && first_lock == UINT32_MAX; c++) {
+        prophet_call_sig_t g = c / 10 == 1 && c % 10 == 0 ? sig_of_count(b) : x[c % 10];
+
+        CHECK(prophet_learner_observe(l, &g, -1, &idx) >= 0);
+        if (idx != UINT32_MAX)
+            first_lock = c;
+    }
+    CHECKF(first_lock == 40, "counts %u and %u share a key: first lock at call %u, want 40", a, b,
+           first_lock);
+    prophet_learner_free(l);
+    printf("key collision: counts %u and %u share a search key; the lock waits for call 40\n", a,
+           b);
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = argc > 1 ? argv[1] : "profiles";
@@ -492,6 +571,7 @@ int main(int argc, char **argv)
      *    from the first call. */
     check_per_tensor(dir, "resnet50.json");
     check_change(dir);
+    check_key_collision();
     check_per_tensor(dir, "bert_base.json");
     check_per_tensor(dir, "mobilenet_v2.json");
     check_per_tensor(dir, "vgg16.json");
