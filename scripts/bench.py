@@ -32,7 +32,8 @@ Under a table with a default column and repeated runs, the noise: the runs of on
 coefficient of variation pooled over every cell, the standard error that gives a cell and the
 'default vs none' ratio, and that ratio pooled over the rows of each kind of pattern (per-call:
 per-tensor, per-param-sync; already fused: DDP, its bucket view, Horovod) as a geometric mean with
-a 95% interval. A bound of 0.99x on one row means little when the ratio's own standard error is
+a 95% interval; and the default's runs against the column of the plan each run's loop kept (the
+loop's own cost, its choice set aside). A bound of 0.99x on one row means little when the ratio's own standard error is
 2-3%; pooled over the 12 fused rows of docs/sweep/issue12.json the interval was 0.974-0.998x.
 """
 import argparse
@@ -473,7 +474,37 @@ def noise_summary(rows):
         out.append(f"Default vs none over the {len(sub)} {kind} row(s) ({', '.join(modes)}): "
                    f"geometric mean {math.exp(m):.3f}x, 95% interval {math.exp(m - half):.3f}-"
                    f"{math.exp(m + half):.3f}x; {sum(x < 0.99 for x in sub)} row(s) below 0.99x.\n")
+    vs_kept = [v for v in (default_vs_kept(r) for r in rows) if v is not None]
+    if vs_kept:
+        logs = [math.log(x) for x in vs_kept]
+        m = statistics.mean(logs)
+        half = 1.96 * statistics.stdev(logs) / math.sqrt(len(logs)) if len(logs) > 1 else 0.0
+        out.append(f"The default against the column of the plan its loop kept (the same plan: the "
+                   f"choice set aside, what is left is the loop's own cost, its trial and sampled "
+                   f"iterations): over {len(vs_kept)} row(s) geometric mean {math.exp(m):.3f}x, "
+                   f"95% interval {math.exp(m - half):.3f}-{math.exp(m + half):.3f}x (above 1: "
+                   f"slower).\n")
     return out
+
+
+def kept_columns(row):
+    """The column of the plan each default run's loop kept last; None where it kept none (an
+    unsettled comm) or a candidate that has no column of its own (optimal-alpha4, ...)."""
+    cols = row.get("runs_us", {})
+    out = []
+    for story in row.get("loop", []):
+        kept = [m.group(1) for m in (re.search(r"trial round \d+: (\S+) kept \(", l) for l in story) if m]
+        out.append(kept[-1] if kept and kept[-1] in cols and kept[-1] != "default" else None)
+    return out
+
+
+def default_vs_kept(row):
+    """The median over the default's runs of run / (the median of the kept plan's column), or
+    None when no run kept a plan that has a column."""
+    runs = row.get("runs_us", {})
+    ratios = [d / statistics.median(runs[k])
+              for d, k in zip(runs.get("default", []), kept_columns(row)) if k]
+    return statistics.median(ratios) if ratios else None
 
 
 def check_best(a, rows):

@@ -3,7 +3,9 @@
 from rows built so that the answer is known: every cell's runs are 99, 100 and 101 (a coefficient
 of variation of exactly 1%), the per-call rows' 'default vs none' are 1.1 and 1.21 (geometric
 mean 1.1 x sqrt(1.1) = 1.154) and the already-fused rows' 0.98, 0.98 and 1.00 (geometric mean
-0.987, two rows below 0.99x). Runs nothing.
+0.987, two rows below 0.99x); then rows whose default runs kept a plan that has a column of its
+own (fusion), one that has none (optimal-alpha4) or nothing, for the default against its kept
+column. Runs nothing.
 
   check_noise_summary.py
 """
@@ -52,7 +54,25 @@ def main():
             fail(f"{kind}: got {k.groups() if k else None}, want {(n, gm, below)}", lines)
     if bench.noise_summary([row("ddp", 1.0) | {"runs_us": {"none": [1.0]}}]) != []:
         fail("one run per cell: no spread to pool, so no line", lines)
-    print("ok: the pooled spread, the standard errors and each kind's geometric mean")
+    # the default against the column of the plan it kept: run / that column's median, the median
+    # over runs; runs that kept a candidate with no column (or nothing) are left out
+    def looped(kept, default_runs):
+        r = row("per-tensor", 1.2)
+        r["runs_us"]["default"] = default_runs
+        r["loop"] = [[f"comm 0 iteration 40: trial round 1: prophet measured 1 us (median of 4 "
+                      f"iterations)", f"comm 0 iteration 46: trial round 1: {k} kept (1 us)"]
+                     if k else ["comm 0: unsettled"] for k in kept]
+        return r
+    rows = [looped(["fusion", "fusion", "fusion"], [101.0, 102.0, 110.0]),  # 1.01 1.02 1.10
+            looped(["optimal-alpha4", "fusion", None], [120.0, 99.0, 130.0]),  # 0.99 alone
+            looped(["optimal-bw2", None, None], [150.0, 150.0, 150.0])]  # no column: left out
+    text = " ".join(bench.noise_summary(rows))
+    k = re.search(r"plan its loop kept .*?over (\d+) row\(s\) geometric mean ([0-9.]+)x", text)
+    if not k or k.groups() != ("2", f"{math.sqrt(1.02 * 0.99):.3f}"):
+        fail(f"default vs its kept column: got {k.groups() if k else None}, want "
+             f"('2', '{math.sqrt(1.02 * 0.99):.3f}')", [text])
+    print("ok: the pooled spread, the standard errors, each kind's geometric mean and the default "
+          "against its kept column")
 
 
 if __name__ == "__main__":
