@@ -33,8 +33,9 @@ coefficient of variation pooled over every cell, the standard error that gives a
 'default vs none' ratio, and that ratio pooled over the rows of each kind of pattern (per-call:
 per-tensor, per-param-sync; already fused: DDP, its bucket view, Horovod) as a geometric mean with
 a 95% interval; and the default's runs against the column of the plan each run's loop kept (the
-loop's own cost, its choice set aside). A bound of 0.99x on one row means little when the ratio's own standard error is
-2-3%; pooled over the 12 fused rows of docs/sweep/issue12.json the interval was 0.974-0.998x.
+loop's own cost, its choice set aside). A bound of 0.99x on one row means little when the
+ratio's own standard error is 2-3%; pooled over the 12 fused rows of docs/sweep/issue12.json the
+interval was 0.974-0.998x.
 """
 import argparse
 import datetime
@@ -450,7 +451,8 @@ def noise_summary(rows):
     """Lines under the table: how far apart the runs of one cell are (pooled over every cell),
     what that makes the standard error of a cell and of 'default vs none', and 'default vs none'
     pooled over the rows of each kind of pattern (geometric mean; 95% interval from the rows'
-    own spread, so it holds the noise and the rows' real differences alike)."""
+    own spread, so it holds the noise and the rows' real differences alike), and the default
+    against the column of the plan its loop kept."""
     cells = [v for r in rows for v in r.get("runs_us", {}).values() if len(v) > 1]
     if not cells:
         return []
@@ -468,23 +470,24 @@ def noise_summary(rows):
                if r["mode"] in modes and "default" in r.get("speedup_vs_none", {})]
         if not sub:
             continue
-        logs = [math.log(x) for x in sub]
-        m = statistics.mean(logs)
-        half = 1.96 * statistics.stdev(logs) / math.sqrt(len(logs)) if len(logs) > 1 else 0.0
         out.append(f"Default vs none over the {len(sub)} {kind} row(s) ({', '.join(modes)}): "
-                   f"geometric mean {math.exp(m):.3f}x, 95% interval {math.exp(m - half):.3f}-"
-                   f"{math.exp(m + half):.3f}x; {sum(x < 0.99 for x in sub)} row(s) below 0.99x.\n")
+                   f"{geometric_mean(sub)}; {sum(x < 0.99 for x in sub)} row(s) below 0.99x.\n")
     vs_kept = [v for v in (default_vs_kept(r) for r in rows) if v is not None]
     if vs_kept:
-        logs = [math.log(x) for x in vs_kept]
-        m = statistics.mean(logs)
-        half = 1.96 * statistics.stdev(logs) / math.sqrt(len(logs)) if len(logs) > 1 else 0.0
         out.append(f"The default against the column of the plan its loop kept (the same plan: the "
                    f"choice set aside, what is left is the loop's own cost, its trial and sampled "
-                   f"iterations): over {len(vs_kept)} row(s) geometric mean {math.exp(m):.3f}x, "
-                   f"95% interval {math.exp(m - half):.3f}-{math.exp(m + half):.3f}x (above 1: "
+                   f"iterations): over {len(vs_kept)} row(s) {geometric_mean(vs_kept)} (above 1: "
                    f"slower).\n")
     return out
+
+
+def geometric_mean(ratios):
+    """'geometric mean Gx, 95% interval L-Hx' of ratios (the interval from their own spread)."""
+    logs = [math.log(x) for x in ratios]
+    m = statistics.mean(logs)
+    half = 1.96 * statistics.stdev(logs) / math.sqrt(len(logs)) if len(logs) > 1 else 0.0
+    return (f"geometric mean {math.exp(m):.3f}x, 95% interval {math.exp(m - half):.3f}-"
+            f"{math.exp(m + half):.3f}x")
 
 
 def kept_columns(row):
