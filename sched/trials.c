@@ -170,6 +170,19 @@ static int drifted(double now, double ref, double limit)
     return ref > 0 && now > 0 && fabs(now - ref) > limit * ref;
 }
 
+/* The iteration time's baseline, from the first PROPHET_TRIAL_DRIFT_RECENT samples under the
+ * kept plan: their median, unless it is already off the kept plan's own trial figure by a drift.
+ * Then the job changed with the choice (a link that slowed in the iterations right after it:
+ * issue 12's bandwidth-change test, 28 ms iterations at the choice, 72 ms from the next one on),
+ * and the figure, measured before, is the baseline: a median taken after the change would hide
+ * it for good, and the probe's own baseline waits PROPHET_TRIAL_PROBE_SETTLE_US. */
+static double time_baseline(const prophet_trials_t *t)
+{
+    double m = median_of(t->recent, PROPHET_TRIAL_DRIFT_RECENT);
+
+    return drifted(m, t->chosen_us, PROPHET_TRIAL_DRIFT_TIME) ? t->chosen_us : m;
+}
+
 /* Which signal is off its baseline now (NULL: none). Baselines are taken from the first
  * PROPHET_TRIAL_DRIFT_RECENT samples under the kept plan. */
 static const char *drift_now(prophet_trials_t *t, double backward_us, int *time_only)
@@ -178,7 +191,7 @@ static const char *drift_now(prophet_trials_t *t, double backward_us, int *time_
     const char *why = NULL;
 
     if (t->n_recent == k && !(t->base_us > 0))
-        t->base_us = median_of(t->recent, k);
+        t->base_us = time_baseline(t);
     else if (t->n_recent > k &&
              drifted(median_of(t->recent, k), t->base_us, PROPHET_TRIAL_DRIFT_TIME))
         why = "iteration time";

@@ -230,7 +230,10 @@ typedef enum prophet_cand {
 /* A drift that lasts shows in the median of the last PROPHET_TRIAL_DRIFT_RECENT samples after
  * RECENT / 2 + 1 of them, restarts after DRIFT_LASTS more, and the new round's first plan is in
  * force by the next agreement + 2: within this many clean iterations of the change (of the eBPF
- * throughput: of the change or of the end of PROPHET_TRIAL_PROBE_SETTLE_US, the later). */
+ * throughput: of the change or of the end of PROPHET_TRIAL_PROBE_SETTLE_US, the later). A change
+ * within the first RECENT samples after the choice moves their median off the kept plan's trial
+ * figure, which becomes the iteration time's baseline (trials.c, time_baseline): it restarts by
+ * sample RECENT + DRIFT_LASTS, RECENT / 2 - 1 later than this bound. */
 #define PROPHET_TRIAL_DRIFT_BOUND                                                                  \
     (PROPHET_TRIAL_DRIFT_RECENT / 2 + 1 + PROPHET_TRIAL_DRIFT_LASTS + PROPHET_TRIAL_CHECK_EVERY + 2)
 /* A round whose choice by those rules (prophet_trials_choose) is not passthrough times that

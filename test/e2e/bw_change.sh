@@ -4,7 +4,9 @@
 # runs in its default mode with the in-process eBPF probe (root). Checks: the job is exact, the
 # trials ran alike on every rank and add up (check_plan.py trials), the probe saw the change, and
 # a new trial round's plan was in force within BOUND iterations (check_bw_change.py, which prints
-# the iteration at which the plan changed). A trial round still running at the change makes the
+# the iteration at which the plan changed; the preload's iteration at the change is found from the
+# job's, through prophet-emu's --json iteration times, since a passthrough plan logs only sampled
+# iterations). A trial round still running at the change makes the
 # run inconclusive (its plan changes every few iterations anyway): the job is run again with the
 # change later, up to 3 times.
 # usage: bw_change.sh BUILD PROFILE BOUND
@@ -22,7 +24,7 @@ for at in 150 190 230; do
         EMU_NCCL_BW=1Gbit \
         "$build/bin/prophet-emu" --timeout 240 --quiet --ranks 2 --profile "$profile" \
         --mode per-tensor --iters "$iters" --scale 0.05 --elements-scale 0.02 \
-        --bw-change-at "$at:250" >"$out" 2>&1
+        --bw-change-at "$at:250" --json "$logs/emu.json" >"$out" 2>&1
     rc=$?
     if [ $rc -ne 0 ]; then
         echo "FAIL: prophet-emu exited $rc"; tail -n 40 "$out"; exit 1
@@ -31,7 +33,7 @@ for at in 150 190 230; do
     python3 "$here/check_plan.py" "$logs" 2 trials || exit 1
     t=$(sed -n 's/^prophet-emu: rank 0: links at .* (t=\([0-9]*\) us CLOCK_MONOTONIC)$/\1/p' "$out")
     [ -n "$t" ] || { echo "FAIL: prophet-emu did not change the links"; exit 1; }
-    python3 "$here/check_bw_change.py" "$logs" "$t" "$bound"
+    python3 "$here/check_bw_change.py" "$logs" "$logs/emu.json" "$at" "$t" "$bound"
     rc=$?
     case $rc in
     0) grep "prophet: INFO comm 0: .* drifted since the choice" "$out" | head -n 1

@@ -1,12 +1,19 @@
 #!/usr/bin/env python3
 """A link that changes speed mid-run (prophet-emu --bw-change-at), read from rank 0's schedule log.
 
-usage: check_bw_change.py LOGDIR T_CHANGE_US BOUND
-  T_CHANGE_US  the CLOCK_MONOTONIC instant at which prophet-emu changed the links' speed
+usage: check_bw_change.py LOGDIR EMU_JSON JOB_ITER T_CHANGE_US BOUND
+  EMU_JSON     prophet-emu's --json summary (its rank 0's iteration times)
+  JOB_ITER     the job iteration at whose start prophet-emu changed the links' speed
+  T_CHANGE_US  the CLOCK_MONOTONIC instant at which it did
   BOUND        iterations within which the plan in force must change
 Finds the preload's iteration at the change (its iterations are the learner's, counted from the
-first call), the iteration at which the eBPF probe's throughput (the net records) first fell below
-0.7x its median before the change, and the first plan of a new trial round after the change.
+first call; the one before the job iteration that starts at the change), the iteration at which
+the eBPF probe's throughput (the net records) first fell below 0.7x its median before the change,
+and the first plan of a new trial round after the change. The preload logs every iteration only
+while it holds calls: under a passthrough plan, one in 32. So the preload's iteration at the change
+is found from the job's: the job's iteration starts are rebuilt from the change instant and
+prophet-emu's iteration times, each logged preload iteration's first call falls in one of them,
+and their difference is the offset between the two counts.
 Exit 0: the closed loop had made its choice before the change, the probe saw the change, and a new
 round's plan was in force within BOUND iterations (prints those iterations); 3: inconclusive (a
 trial round was still running at the change, so the plan changes anyway); 1: failure.
@@ -22,13 +29,40 @@ def median(v):
     return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
 
 
+def job_starts(emu, job_iter, t_change):
+    """CLOCK_MONOTONIC start of each job iteration (warm-up ones included), rebuilt from the start
+    of job_iter (the change) and rank 0's iteration times (measured iterations, back to back)."""
+    d, w = emu["iteration_us"], emu["warmup"]
+    start = {job_iter: float(t_change)}
+    for j in range(job_iter, w + len(d) - 1):
+        start[j + 1] = start[j] + d[j - w]
+    for j in range(job_iter - 1, w - 1, -1):
+        start[j] = start[j + 1] - d[j - w]
+    return start
+
+
+def preload_offset(first_call, jobs):
+    """The preload's iteration minus the job's, from the logged iterations whose first call falls
+    in a rebuilt job iteration (the most common difference; None when none does)."""
+    order = sorted(jobs)
+    seen = {}
+    for i, t in first_call.items():
+        inside = [j for j in order if jobs[j] <= t]
+        if inside and inside[-1] != order[-1]:
+            k = i - inside[-1]
+            seen[k] = seen.get(k, 0) + 1
+    return max(seen, key=seen.get) if seen else None
+
+
 def main(argv):
-    if len(argv) != 4:
+    if len(argv) != 6:
         print(__doc__)
         return 2
     with open(os.path.join(argv[1], "prophet-rank0.json")) as f:
         d = json.load(f)
-    t_change, bound = int(argv[2]), int(argv[3])
+    with open(argv[2]) as f:
+        emu = json.load(f)
+    job_iter, t_change, bound = int(argv[3]), int(argv[4]), int(argv[5])
     start = {}
     for x in d["records"]:
         if x["kind"] == "iteration":
@@ -41,12 +75,17 @@ def main(argv):
     if not start or not plans:
         print("FAIL: bw change: no logged iterations or no trial plan")
         return 1
+    jobs = job_starts(emu, job_iter, t_change)
+    offset = preload_offset(start, jobs)
+    if offset is None:
+        print("FAIL: bw change: no logged preload iteration falls in the job's iterations")
+        return 1
 
     def iteration_at(t):
-        before = [i for i in start if start[i] <= t]
-        return max(before) if before else min(start)
+        """the preload's iteration running at instant t"""
+        return max([j for j in jobs if jobs[j] <= t] or [min(jobs)]) + offset
 
-    at = iteration_at(t_change)
+    at = job_iter - 1 + offset  # the last iteration whose calls all came before the change
     in_force = [p for p in plans if p["from_iteration"] <= at]
     if not in_force or in_force[-1]["trial"]["phase"] != "chosen":
         print("INCONCLUSIVE: bw change at iteration %d: a trial round was running (its plans "

@@ -3,8 +3,9 @@
  * a whole round driven like the preload drives it (the kept candidate is the one whose samples
  * were lowest, whatever the order), the window rules (too few samples: one more window, then
  * judged on what there is), the round bound, drift detection (iteration time, eBPF throughput,
- * profile) and its restart, the plan cap (no planner hands out a block of more than
- * PROPHET_PLAN_BLOCK_MAX calls) and the trial fields of the plan wire form. */
+ * profile) and its restart (also when the job changed with the choice), the plan cap (no planner
+ * hands out a block of more than PROPHET_PLAN_BLOCK_MAX calls) and the trial fields of the plan
+ * wire form. */
 #include <math.h>
 #include <string.h>
 
@@ -331,6 +332,43 @@ static void test_probe_settle(void)
            "a settled link's change not seen (%d samples)", seen);
 }
 
+/* A link that slows right after the choice, before any baseline is taken (issue 12's
+ * bandwidth-change test under a loaded machine: the kept plan's figure 28 ms, 72 ms from the
+ * iteration after the choice on). The first samples' median cannot be the baseline then: the
+ * kept plan's trial figure is, and the drift is seen; a first median near the figure stays the
+ * baseline, noise and all. */
+static void test_change_at_choice(void)
+{
+    static const uint32_t two[] = {PROPHET_CAND_OPTIMAL, PT};
+    double truth[PROPHET_CAND_COUNT];
+    prophet_trials_t t;
+
+    for (uint32_t c = 0; c < PROPHET_CAND_COUNT; c++)
+        truth[c] = c == PT ? 50000 : 28000;
+    for (int slowed = 0; slowed < 2; slowed++) {
+        double after = slowed ? 72000 : 28000 * 1.2; /* 1.2: within PROPHET_TRIAL_DRIFT_TIME */
+        int seen = -1;
+        prophet_trials_init(&t);
+        CHECK(prophet_trials_begin(&t, two, 2) == 0);
+        CHECK(judge(&t, truth) == PROPHET_CAND_OPTIMAL);
+        for (int i = 0; i < 3 * PROPHET_TRIAL_DRIFT_LASTS && seen < 0; i++) {
+            prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, after, -1, 800);
+            if (prophet_trials_wants_round(&t))
+                seen = i + 1;
+        }
+        if (!slowed) {
+            CHECKF(seen < 0 && t.base_us == after,
+                   "a kept plan 1.2x its figure: restart after %d "
+                   "samples, baseline %.0f",
+                   seen, t.base_us);
+            continue;
+        }
+        CHECKF(seen > 0 && seen <= PROPHET_TRIAL_DRIFT_RECENT + PROPHET_TRIAL_DRIFT_LASTS,
+               "a change at the choice not seen (%d samples, baseline %.0f)", seen, t.base_us);
+        CHECK(t.reason && strcmp(t.reason, "iteration time") == 0);
+    }
+}
+
 /* A round restarted by a drift of the iteration time alone (the noise of a loaded machine, a
  * slower phase of the job) tries only the kept candidate, passthrough and the candidates within
  * PROPHET_TRIAL_NEAR of the kept figure, in their order; the far ones stay out of later narrowed
@@ -568,6 +606,7 @@ int main(void)
     test_windows();
     test_drift();
     test_probe_settle();
+    test_change_at_choice();
     test_narrow();
     test_confirm();
     test_runner_up();
