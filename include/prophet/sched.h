@@ -233,7 +233,7 @@ typedef enum prophet_cand {
  * throughput: of the change or of the end of PROPHET_TRIAL_PROBE_SETTLE_US, the later). A change
  * within the first RECENT samples after the choice moves their median off the kept plan's trial
  * figure, which becomes the iteration time's baseline (trials.c, time_baseline): it restarts by
- * sample RECENT + DRIFT_LASTS, RECENT / 2 - 1 later than this bound. */
+ * sample RECENT + DRIFT_LASTS, RECENT - RECENT / 2 - 1 samples (2) later than this bound. */
 #define PROPHET_TRIAL_DRIFT_BOUND                                                                  \
     (PROPHET_TRIAL_DRIFT_RECENT / 2 + 1 + PROPHET_TRIAL_DRIFT_LASTS + PROPHET_TRIAL_CHECK_EVERY + 2)
 /* A round whose choice by those rules (prophet_trials_choose) is not passthrough times that

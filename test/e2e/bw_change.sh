@@ -6,9 +6,8 @@
 # a new trial round's plan was in force within BOUND iterations (check_bw_change.py, which prints
 # the iteration at which the plan changed; the preload's iteration at the change is found from the
 # job's, through prophet-emu's --json iteration times, since a passthrough plan logs only sampled
-# iterations). A trial round still running at the change makes the
-# run inconclusive (its plan changes every few iterations anyway): the job is run again with the
-# change later, up to 3 times.
+# iterations). A trial round still running at the change makes the run inconclusive (its plan
+# changes every few iterations anyway): the job is run again with the change later, up to 3 times.
 # usage: bw_change.sh BUILD PROFILE BOUND
 set -u
 build=$1 profile=$2 bound=$3

@@ -358,9 +358,8 @@ static void test_change_at_choice(void)
         }
         if (!slowed) {
             CHECKF(seen < 0 && t.base_us == after,
-                   "a kept plan 1.2x its figure: restart after %d "
-                   "samples, baseline %.0f",
-                   seen, t.base_us);
+                   "a kept plan 1.2x its figure: restart after %d samples, baseline %.0f", seen,
+                   t.base_us);
             continue;
         }
         CHECKF(seen > 0 && seen <= PROPHET_TRIAL_DRIFT_RECENT + PROPHET_TRIAL_DRIFT_LASTS,
