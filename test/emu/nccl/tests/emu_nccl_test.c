@@ -869,12 +869,14 @@ static void rank_pacing(int rank, int n, const ncclUniqueId *ids)
 
 /* EMU_NCCL_BW_CHANGE: the link slows from 1 Gbit/s to 250 Mbit/s 1.5 s after the first paced
  * transfer. Times 10 MB all-reduces for 3.2 s and checks the best one before 1.3 s and the best one
- * after 1.7 s each against the ring model at the speed in force then (within 15%). */
+ * after 1.7 s each against the ring model at the speed in force then (within 15%). The ranks agree
+ * on the last all-reduce (a one-element max of 'done' after each): each rank's own clock would
+ * end its loop at another call, and a rank that leaves early closes the ring under its peer. */
 static void rank_pacing_change(int rank, int n, const ncclUniqueId *ids)
 {
     struct rank_ctx rc;
     size_t count = 10000000 / 4;
-    float *sb = dev_alloc(count * 4), *rb = dev_alloc(count * 4);
+    float *sb = dev_alloc(count * 4), *rb = dev_alloc(count * 4), *done = dev_alloc(4);
     double before = INFINITY, after = INFINITY, t_start = -1, want_before, want_after;
 
     rank_setup(&rc, rank, n, &ids[0]);
@@ -894,7 +896,10 @@ static void rank_pacing_change(int rank, int n, const ncclUniqueId *ids)
             before = t;
         if (since > 1.7 && t < after)
             after = t;
-        if (since > 3.2)
+        done[0] = since > 3.2 ? 1.0f : 0.0f;
+        NC(ncclAllReduce(done, done, 1, ncclFloat32, ncclMax, rc.comm, rc.stream));
+        sync_stream(&rc);
+        if (done[0] > 0)
             break;
     }
     printf(
