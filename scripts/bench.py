@@ -3,7 +3,10 @@
 without the preload and with it under each policy, side by side from one run.
 
 Each cell runs build/bin/prophet-emu (real TCP sockets between rank processes, link pacing by the
-emulated NCCL) and takes the median iteration time after the warm-up. The optimum of the same profile
+emulated NCCL) and takes the median iteration time after the warm-up: a run of --iters N and
+--warmup W is prophet-emu's W warm-up iterations then its N measured ones, and the median is of
+the last N - W (W + N iterations in all; the warm-up is left out twice, by the emulator and again
+here, which every table since 2026-11-23 did while saying "N iterations, median after W"). The optimum of the same profile
 on the same link (prophet-sim's `optimal`, the MG-WFBP dynamic programme) is the lower bound; every
 result is reported as a ratio to it. Writes a Markdown table and an SVG plot.
 
@@ -79,9 +82,13 @@ def parse_args():
                          "the optimum's alpha. Default 0, what every table in docs/benchmarks.md ran "
                          "with (until 2026-11-24 the bench passed '300.0', which the emulator "
                          "ignored); 300 models a socket ring of about 8 hops")
-    ap.add_argument("--iters", type=int, default=170)
+    ap.add_argument("--iters", type=int, default=170,
+                    help="prophet-emu's measured iterations of a run, after its --warmup ones "
+                         "(default 170: 300 iterations in all)")
     ap.add_argument("--warmup", type=int, default=130,
-                    help="iterations left out of the median: learning, measuring, the first trial round")
+                    help="prophet-emu's warm-up iterations, and as many of the measured ones left out "
+                         "of the median too (learning, measuring, the first trial round): the median "
+                         "is of the last --iters minus --warmup (default 40)")
     ap.add_argument("--emu-args", default="--scale 0.5 --elements-scale 0.05",
                     help="extra prophet-emu arguments (time and size scales: 2 cores host many ranks)")
     ap.add_argument("--fixed-iters", type=int, default=None, metavar="N",
@@ -120,7 +127,9 @@ def parse_args():
         a.profiles, a.ranks, a.bandwidths = "resnet50", "4", "1Gbit"
         a.modes, a.policies = a.modes or "per-tensor,ddp", "default"
         a.repeat = max(a.repeat, 3)
-        a.iters, a.warmup = 160, 120  # the 4-rank ResNet-50 loop's first round ends near iteration 105 (111 with a runner-up timed again)
+        # 280 iterations, the median of the last 40: the 4-rank ResNet-50 loop's first round ends
+        # near iteration 105 (111 with a runner-up timed again)
+        a.iters, a.warmup = 160, 120
     a.modes = a.modes or "ddp,per-tensor,horovod"
     if a.table_only and not a.resume:
         sys.exit("bench: --table-only needs --resume FILE")
@@ -170,6 +179,8 @@ def run_emu(a, profile, ranks, bw, mode, policy):
     with open(out) as f:
         res = json.load(f)
     os.unlink(out)
+    if len(res["iteration_us"]) != iters:  # run_text's account of a run
+        raise RuntimeError(f"{' '.join(cmd)}: {len(res['iteration_us'])} measured iterations, want {iters}")
     its = res["iteration_us"][warmup:] or res["iteration_us"]
     if policy not in (None, "baseline") and gate == "hold" and policy != "passthrough" and "plan v" not in p.stderr:
         print(f"bench: warning: no plan agreed for {profile}/{mode}/{policy}", file=sys.stderr)
@@ -300,6 +311,13 @@ def run_row(a, profile, ranks, bw, mode, opt, policies):
     return r
 
 
+def run_text(iters, warmup):
+    """What a run of --iters/--warmup is: prophet-emu runs warmup + iters iterations and reports
+    the last iters; the median leaves out warmup of those again."""
+    return (f"{warmup + iters} iterations a run (prophet-emu --warmup {warmup} --iters {iters}), "
+            f"the median of the last {iters - warmup}")
+
+
 def utc_now():
     return f"{datetime.datetime.utcnow():%Y-%m-%d %H:%M}"
 
@@ -378,7 +396,7 @@ def main():
     md.append(f"Generated {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC on {platform.node()} "
               f"({os.cpu_count()} CPUs) by `{' '.join(['scripts/bench.sh'] + sys.argv[1:])}`; "
               f"gate `{a.gate}`, emulated latency {a.latency_us:g} us, "
-              f"{a.iters} iterations, median after {a.warmup} warm-up"
+              f"{run_text(a.iters, a.warmup)}"
               f"{f', median of {a.repeat} interleaved runs per cell ({a.order} order)' if a.repeat > 1 else ''}. Every other PROPHET_* knob "
               f"at its default; `default` sets none (the closed loop), each other column sets PROPHET_POLICY; "
               f"`PROPHET_GATE={a.gate}` is "
@@ -387,8 +405,8 @@ def main():
     md.append("Iteration time in ms, and in brackets the ratio to the optimum (MG-WFBP lower bound from "
               "`prophet-sim` for the same profile, ranks, bandwidth and latency).\n")
     if a.fixed_iters != a.iters or a.fixed_warmup != a.warmup:
-        md.append(f"The columns whose plan never searches (no preload, each PROPHET_POLICY) ran "
-                  f"{a.fixed_iters} iterations, median after {a.fixed_warmup} warm-up.\n")
+        md.append(f"The columns whose plan never searches (no preload, each PROPHET_POLICY): "
+                  f"{run_text(a.fixed_iters, a.fixed_warmup)}.\n")
     heading = {"none": "no preload", "baseline": a.baseline_label}
     verdicts = "default" in policies
     extra = ["default vs none", "default vs best policy"] if verdicts else []

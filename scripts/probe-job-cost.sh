@@ -38,7 +38,7 @@ print(sys.argv[3], round(statistics.median(it) / 1e3, 2))" "$work/$col.json" "$w
 }
 
 pre="LD_PRELOAD=$build/lib/libprophet.so PROPHET_POLICY=passthrough"
-echo "$profile $mode${extra:+ (bucket view)}, $ranks ranks, $bw, $iters iterations, median after $warmup; ms"
+echo "$profile $mode${extra:+ (bucket view)}, $ranks ranks, $bw, $((warmup + iters)) iterations a run (prophet-emu --warmup $warmup --iters $iters), the median of the last $((iters - warmup)); ms"
 for r in $(seq "$rounds"); do
     echo "round $r"
     run none X=1

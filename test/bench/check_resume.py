@@ -5,7 +5,8 @@ A tiny sweep (MobileNet-v2, 2 ranks, a dozen iterations per run) three times ove
 1. one row: the file holds it, with every column's runs, its settings and its commit;
 2. the same row and one more: the first is kept (not run again), only the new one runs;
 3. other settings over the same file: refused, nothing run;
-and --table-only prints both rows without running anything, and --check-best judges them.
+and --table-only prints both rows without running anything, says what a run was (its iterations in
+all and how many of the last ones the median takes), and --check-best judges them.
 
   check_resume.py BUILD_DIR
 """
@@ -67,6 +68,12 @@ def main():
         table = [l for l in p.stdout.splitlines() if l.startswith("| mobilenet_v2 ")]
         if p.returncode != 0 or runs or len(table) != 2:
             fail(f"--table-only: rc {p.returncode}, runs {runs}, table rows {table}", p)
+        # what a run was: prophet-emu ran --warmup then --iters iterations, and the median left the
+        # warm-up out of the measured ones again (the tables said "12 iterations, median after 6")
+        for want in ("18 iterations a run (prophet-emu --warmup 6 --iters 12), the median of the last 6",
+                     "15 iterations a run (prophet-emu --warmup 5 --iters 10), the median of the last 5"):
+            if want not in p.stdout:
+                fail(f"--table-only: the table does not say '{want}'", p)
         # --check-best judges every row held: a bound no default can meet fails the run
         p, runs = bench(build, resume, "per-tensor,ddp", "--table-only", "--check-best", "0.01")
         if p.returncode != 1 or runs or p.stderr.count("bench: FAIL mobilenet_v2") != 2:
