@@ -127,9 +127,10 @@ def parse_args():
         a.profiles, a.ranks, a.bandwidths = "resnet50", "4", "1Gbit"
         a.modes, a.policies = a.modes or "per-tensor,ddp", "default"
         a.repeat = max(a.repeat, 3)
-        # 280 iterations, the median of the last 40: the 4-rank ResNet-50 loop's first round ends
-        # near iteration 105 (111 with a runner-up timed again)
-        a.iters, a.warmup = 160, 120
+        # 160 iterations, the median of the last 40 (120-159): the 4-rank ResNet-50 loop's first
+        # round ends near iteration 105 (111 with a runner-up timed again). Until 2026-11-25 this
+        # was 160 and 120, which ran 280 iterations (the warm-up counted twice)
+        a.iters, a.warmup = 100, 60
     a.modes = a.modes or "ddp,per-tensor,horovod"
     if a.table_only and not a.resume:
         sys.exit("bench: --table-only needs --resume FILE")
