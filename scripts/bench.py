@@ -103,7 +103,10 @@ def parse_args():
                          "and taken up again, and its rows come from one table")
     ap.add_argument("--table-only", action="store_true",
                     help="with --resume: the table of the rows FILE holds; run nothing")
-    ap.add_argument("--timeout", type=int, default=600)
+    ap.add_argument("--timeout", type=int, default=900,
+                    help="seconds a run may last (prophet-emu --timeout; default 900). A default run "
+                         "of BERT-base at 8 ranks is 300 iterations of about 1 s on 2 cores: "
+                         "prophet-emu's own 300 s killed it")
     ap.add_argument("--repeat", type=int, default=1,
                     help="runs per column, interleaved (one run of every column per round, --order); the cell is the "
                          "median of the runs' medians (a shared, loaded machine)")
@@ -168,10 +171,10 @@ def run_emu(a, profile, ranks, bw, mode, policy):
         out = tf.name
     cmd = [emu, "--ranks", str(ranks), "--profile", os.path.join(ROOT, "profiles", profile + ".json"),
            "--mode", "ddp" if mode == "ddp-view" else mode, "--iters", str(iters), "--warmup", str(warmup), "--wait", "all",
-           "--json", out, "--quiet"] + a.emu_args.split()
+           "--json", out, "--quiet", "--timeout", str(a.timeout)] + a.emu_args.split()
     if mode == "ddp-view":
         cmd.append("--bucket-view")  # DDP with gradient_as_bucket_view=True
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=a.timeout)
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=a.timeout + 60)
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} (policy {policy}) failed rc={p.returncode}:\n{p.stderr[-2000:]}")
     ignored = [l for l in p.stderr.splitlines() if ": ignoring " in l and l.startswith("emu-")]
