@@ -4,7 +4,8 @@
 #
 # For each model (resnet50, transformer) and each way of synchronising gradients (ddp: DDP's default
 # copy-back; ddp-view: gradient_as_bucket_view=True; per-param: `dist.all_reduce(p.grad)` in a loop
-# after backward; hooks: one all_reduce per gradient from a hook), runs scripts/gpu/ddp_parity.py
+# after backward, each followed by `p.grad /= world`; per-param-avg: the same loop with
+# op=ReduceOp.AVG and no kernel between calls; hooks: one all_reduce per gradient from a hook), runs scripts/gpu/ddp_parity.py
 # under torchrun with 2 ranks sharing one GPU over NCCL's socket transport (NCCL_HOSTID differs per
 # rank; NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1), once without the preload and once with
 # LD_PRELOAD=build/lib/libprophet.so in the DEFAULT mode (no PROPHET_* variable but PROPHET_DEBUG=INFO,
@@ -19,10 +20,12 @@
 #   holding  the preload's summary line (blocks, blocks>1) is printed for the record.
 # Prints the iteration-time ratio. Exit status 1 if any check fails.
 #   scripts/gpu-check.sh [--steps 60] [--gate hold|observe] [--out DIR] [--models "resnet50 transformer"]
-#                        [--syncs "ddp ddp-view per-param hooks"]
+#                        [--syncs "ddp ddp-view per-param per-param-avg hooks"] [--case-timeout 180]
+# --case-timeout: seconds one torchrun run may take before it counts as hung (a held call that is
+# never released shows as a hang, not as a wrong result).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-steps=60; gate=hold; out=gpu-check-out; models="resnet50 transformer"; syncs="ddp ddp-view per-param hooks"
+steps=60; gate=hold; out=gpu-check-out; models="resnet50 transformer"; syncs="ddp ddp-view per-param per-param-avg hooks"; case_timeout=180
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps) steps=$2; shift 2 ;;
@@ -30,12 +33,15 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --models) models=$2; shift 2 ;;
     --syncs) syncs=$2; shift 2 ;;
+    --case-timeout) case_timeout=$2; shift 2 ;;
     *) echo "gpu-check: unknown option $1" >&2; exit 2 ;;
   esac
 done
 lib=$PWD/build/lib/libprophet.so
 [ -f "$lib" ] || { echo "gpu-check: build first ($lib missing)" >&2; exit 1; }
 mkdir -p "$out"
+# torchrun's console script may not be on PATH where python3 is a virtual environment's.
+if command -v torchrun >/dev/null; then run=(torchrun); else run=(python3 -m torch.distributed.run); fi
 python3 -c 'import torch; assert torch.cuda.is_available(); print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version(), torch.cuda.get_device_name(0))'
 export NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1
 # Two ranks on one GPU: a per-rank NCCL_HOSTID makes NCCL treat them as two hosts.
@@ -55,11 +61,12 @@ for model in $models; do
         env_pre=(LD_PRELOAD="$lib" PROPHET_DEBUG=INFO)
         [ "$gate" = hold ] || env_pre+=(PROPHET_GATE="$gate")
       fi
-      env "${env_pre[@]}" torchrun --standalone --nproc_per_node=2 --no-python "$launcher" \
+      env "${env_pre[@]}" timeout --kill-after=10 "$case_timeout" "${run[@]}" --standalone --nproc_per_node=2 --no-python "$launcher" \
         scripts/gpu/ddp_parity.py --model $model --sync $sync --steps "$steps" \
         --out "$out/$model-$sync-$variant.json" >"$out/$model-$sync-$variant.log" 2>&1 || {
           echo "gpu-check: $model $sync $variant failed:"; tail -20 "$out/$model-$sync-$variant.log"
           status=1; continue 2; }
+      echo "gpu-check: $model $sync $variant ran (${SECONDS}s into the check)"
     done
     grep "prophet: INFO summary comm" "$out/$model-$sync-prophet.log" | head -n 2 || true
     python3 - "$out/$model-$sync" <<'EOP' || status=1

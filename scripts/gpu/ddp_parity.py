@@ -11,7 +11,9 @@ all-reduce may use another algorithm than a lone one).
 
 --model resnet50 | transformer; --sync ddp (DistributedDataParallel, default copy-back) | ddp-view
 (gradient_as_bucket_view=True) | per-param (after backward, `for p in params: dist.all_reduce(p.grad);
-p.grad /= world`: the per-parameter loop of the PyTorch tutorial) | hooks (one all_reduce per
+p.grad /= world`: the per-parameter loop of the PyTorch tutorial) | per-param-avg (after backward,
+`for p in params: dist.all_reduce(p.grad, op=dist.ReduceOp.AVG)`: no kernel of the job's between
+two calls, so consecutive calls can be grouped) | hooks (one all_reduce per
 parameter gradient from a hook, as naive per-tensor code does).
 """
 import argparse
@@ -52,7 +54,7 @@ def build_model(name):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--model", default="resnet50", choices=["resnet50", "transformer"])
-    ap.add_argument("--sync", default="ddp", choices=["ddp", "ddp-view", "per-param", "hooks"])
+    ap.add_argument("--sync", default="ddp", choices=["ddp", "ddp-view", "per-param", "per-param-avg", "hooks"])
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--out", required=True)
@@ -91,6 +93,10 @@ def main():
                 if p.grad is not None:
                     dist.all_reduce(p.grad)
                     p.grad /= world
+        elif a.sync == "per-param-avg":
+            for p in model.parameters():
+                if p.grad is not None:
+                    dist.all_reduce(p.grad, op=dist.ReduceOp.AVG)
         opt.step()
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
