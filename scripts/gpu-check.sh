@@ -5,8 +5,8 @@
 # For each model (resnet50, transformer) and each way of synchronising gradients (ddp: DDP's default
 # copy-back; ddp-view: gradient_as_bucket_view=True; per-param: `dist.all_reduce(p.grad)` in a loop
 # after backward, each followed by `p.grad /= world`; per-param-avg: the same loop with
-# op=ReduceOp.AVG and no kernel between calls; hooks: one all_reduce per gradient from a hook), runs scripts/gpu/ddp_parity.py
-# under torchrun with 2 ranks sharing one GPU over NCCL's socket transport (NCCL_HOSTID differs per
+# op=ReduceOp.AVG and no kernel between calls; hooks: one all_reduce per gradient from a hook),
+# runs scripts/gpu/ddp_parity.py under torchrun with 2 ranks sharing one GPU over NCCL's socket transport (NCCL_HOSTID differs per
 # rank; NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1), once without the preload and once with
 # LD_PRELOAD=build/lib/libprophet.so in the DEFAULT mode (no PROPHET_* variable but PROPHET_DEBUG=INFO,
 # which only reports; --gate observe sets PROPHET_GATE=observe instead). --steps (default 60) must
@@ -25,7 +25,8 @@
 # never released shows as a hang, not as a wrong result).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-steps=60; gate=hold; out=gpu-check-out; models="resnet50 transformer"; syncs="ddp ddp-view per-param per-param-avg hooks"; case_timeout=180
+steps=60; gate=hold; out=gpu-check-out; case_timeout=180
+models="resnet50 transformer"; syncs="ddp ddp-view per-param per-param-avg hooks"
 while [ $# -gt 0 ]; do
   case "$1" in
     --steps) steps=$2; shift 2 ;;
@@ -61,7 +62,8 @@ for model in $models; do
         env_pre=(LD_PRELOAD="$lib" PROPHET_DEBUG=INFO)
         [ "$gate" = hold ] || env_pre+=(PROPHET_GATE="$gate")
       fi
-      env "${env_pre[@]}" timeout --kill-after=10 "$case_timeout" "${run[@]}" --standalone --nproc_per_node=2 --no-python "$launcher" \
+      env "${env_pre[@]}" timeout --kill-after=10 "$case_timeout" \
+        "${run[@]}" --standalone --nproc_per_node=2 --no-python "$launcher" \
         scripts/gpu/ddp_parity.py --model $model --sync $sync --steps "$steps" \
         --out "$out/$model-$sync-$variant.json" >"$out/$model-$sync-$variant.log" 2>&1 || {
           echo "gpu-check: $model $sync $variant failed:"; tail -20 "$out/$model-$sync-$variant.log"

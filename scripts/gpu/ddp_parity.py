@@ -54,7 +54,8 @@ def build_model(name):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--model", default="resnet50", choices=["resnet50", "transformer"])
-    ap.add_argument("--sync", default="ddp", choices=["ddp", "ddp-view", "per-param", "per-param-avg", "hooks"])
+    ap.add_argument("--sync", default="ddp",
+                    choices=["ddp", "ddp-view", "per-param", "per-param-avg", "hooks"])
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--out", required=True)
