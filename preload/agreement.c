@@ -135,6 +135,7 @@ static ncclResult_t prophet_agreement_bcast(prophet_comm_t *c)
 
 static void prophet_agreement_broadcast(prophet_comm_t *c, uint64_t iteration)
 {
+    prophet_log_level_t lvl;
     prophet_net_t net;
     double probe;
     ncclResult_t nrc;
@@ -175,15 +176,16 @@ static void prophet_agreement_broadcast(prophet_comm_t *c, uint64_t iteration)
         c->agree.plan_event_ok = 1;
     prophet_netmodel_get(c->models.net, &net);
     probe = prophet_poller_probe_Bps();
+    /* while a kept plan is agreed again every PROPHET_TRIAL_CHECK_EVERY iterations: TRACE */
+    lvl = c->loop.chosen ? PROPHET_LOG_TRACE : PROPHET_LOG_INFO;
     if (probe >= 0)
-        prophet_msg(PROPHET_LOG_INFO,
+        prophet_msg(lvl,
                     "comm %lu iteration %lu: network alpha=%.1f us bandwidth=%.1f MB/s; live "
                     "throughput %.2f MB/s (eBPF)",
                     (unsigned long)c->id, (unsigned long)iteration, net.alpha_us,
                     net.bandwidth_Bps / 1e6, probe / 1e6);
     else
-        prophet_msg(PROPHET_LOG_INFO,
-                    "comm %lu iteration %lu: network alpha=%.1f us bandwidth=%.1f MB/s (%s)",
+        prophet_msg(lvl, "comm %lu iteration %lu: network alpha=%.1f us bandwidth=%.1f MB/s (%s)",
                     (unsigned long)c->id, (unsigned long)iteration, net.alpha_us,
                     net.bandwidth_Bps / 1e6,
                     net.source == PROPHET_NET_FIXED    ? "fixed"

@@ -35,6 +35,7 @@ void prophet_loop_reset(prophet_comm_t *c)
     c->loop.in_force = PROPHET_CAND_NONE;
     c->loop.direct = 0;
     c->loop.chosen = 0;
+    c->loop.kept_logged = 0;
     c->loop.iter_start_us = 0;
     c->loop.iter_clean = 0;
     c->loop.iter_cand = PROPHET_CAND_NONE;
@@ -200,12 +201,18 @@ void prophet_loop_installed(prophet_comm_t *c, const prophet_plan_t *plan, uint6
                     "iterations)",
                     (unsigned long)c->id, (unsigned long)iteration, t->round,
                     prophet_cand_name(t->judged), t->judged_us, t->judged_samples);
-    if (t->phase == PROPHET_TRIAL_CHOSEN)
-        prophet_msg(PROPHET_LOG_INFO, "comm %lu iteration %lu: trial round %u: %s kept (%u us)",
-                    (unsigned long)c->id, (unsigned long)iteration, t->round,
-                    prophet_cand_name(t->candidate), t->chosen_us);
-    else
-        prophet_msg(PROPHET_LOG_INFO, "comm %lu iteration %lu: trial round %u: trying %s",
-                    (unsigned long)c->id, (unsigned long)iteration, t->round,
-                    prophet_cand_name(t->candidate));
+    /* The kept plan is agreed again every PROPHET_TRIAL_CHECK_EVERY iterations: one INFO line
+     * when it is chosen, TRACE for each re-agreement (one line per event, not per check). */
+    if (t->phase == PROPHET_TRIAL_CHOSEN) {
+        prophet_msg(c->loop.kept_logged ? PROPHET_LOG_TRACE : PROPHET_LOG_INFO,
+                    "comm %lu iteration %lu: trial round %u: %s kept (%u us)", (unsigned long)c->id,
+                    (unsigned long)iteration, t->round, prophet_cand_name(t->candidate),
+                    t->chosen_us);
+        c->loop.kept_logged = 1;
+        return;
+    }
+    c->loop.kept_logged = 0;
+    prophet_msg(PROPHET_LOG_INFO, "comm %lu iteration %lu: trial round %u: trying %s",
+                (unsigned long)c->id, (unsigned long)iteration, t->round,
+                prophet_cand_name(t->candidate));
 }

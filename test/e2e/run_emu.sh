@@ -16,6 +16,8 @@
 #           | warn:REGEX (a 'prophet: WARN' line matching REGEX)
 #           | info:REGEX (a 'prophet: INFO' line matching REGEX)
 #           | each:REGEX (one 'prophet: INFO' line matching REGEX per rank, or more)
+#           | once:REGEX (exactly one 'prophet: INFO' line matching REGEX per rank, counted over
+#             all ranks: an event logged once, not at every re-agreement)
 #   PLAN    the plan check shared by every e2e test (check_plan.py on the run's PROPHET_LOG):
 #           agreed  every rank's summary has plans>=1 and plan_rejects=0, and every rank agreed
 #                   the same plans
@@ -146,6 +148,11 @@ each:*)
     re=${check#each:}
     n=$(grep -Ec "prophet: INFO .*$re" "$out")
     [ "$n" -ge "$ranks" ] || fail "$n INFO lines matching '$re' for $ranks ranks"
+    echo "$n INFO lines matching '$re' for $ranks ranks" ;;
+once:*)
+    re=${check#once:}
+    n=$(grep -Ec "prophet: INFO .*$re" "$out")
+    [ "$n" -eq "$ranks" ] || fail "$n INFO lines matching '$re' for $ranks ranks (one each expected)"
     echo "$n INFO lines matching '$re' for $ranks ranks" ;;
 *) fail "bad CHECK $check" ;;
 esac
