@@ -57,7 +57,8 @@ lib=$PWD/build/lib/libprophet.so
 [ -f "$lib" ] || { echo "gpu-check: build first ($lib missing)" >&2; exit 1; }
 mkdir -p "$out"
 # torchrun's console script may not be on PATH where python3 is a virtual environment's.
-if command -v torchrun >/dev/null; then run_cmd=(torchrun); else run_cmd=(python3 -m torch.distributed.run); fi
+run_cmd=(python3 -m torch.distributed.run)
+if command -v torchrun >/dev/null; then run_cmd=(torchrun); fi
 python3 -c 'import torch; assert torch.cuda.is_available(); print("torch", torch.__version__, "cuda", torch.version.cuda, "nccl", torch.cuda.nccl.version(), torch.cuda.get_device_name(0))'
 export NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1
 # Two ranks on one GPU: a per-rank NCCL_HOSTID makes NCCL treat them as two hosts.
@@ -109,7 +110,8 @@ for run in range(1, runs + 1):
 if runs > 1:
     same = all(meta(v, r, 0)["param_sha256"] == meta(v, 1, 0)["param_sha256"]
                for v in ("base", "prophet") for r in range(2, runs + 1))
-    print(f'{tag} every run bitwise equal to run 1 of its variant (the job is deterministic): {same}')
+    print(f'{tag} every run bitwise equal to run 1 of its variant (the job is deterministic): '
+          f'{same}')
 B0, P0 = torch.load(f"{p}-base-r1.rank0.pt"), torch.load(f"{p}-prophet-r1.rank0.pt")
 worst = 0.0
 for a, b in zip(P0, B0):

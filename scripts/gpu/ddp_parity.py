@@ -58,9 +58,9 @@ def build_model(name):
 def capture_avg_loop(params, warmup):
     """Capture `all_reduce(b, AVG)` over one static buffer per parameter in a CUDA graph.
 
-    The loop runs eagerly on a side stream first, `warmup` times (NCCL's communicator and PyTorch's caches must
-    exist before a capture begins, as torch.cuda.graph's documentation asks), then once under
-    capture. Returns the graph and the buffers it reduces."""
+    The loop runs eagerly on a side stream first, `warmup` times (NCCL's communicator and
+    PyTorch's caches must exist before a capture begins, as torch.cuda.graph's documentation
+    asks), then once under capture. Returns the graph and the buffers it reduces."""
     bufs = [torch.zeros_like(p) for p in params]
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())

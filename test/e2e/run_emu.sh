@@ -152,7 +152,8 @@ each:*)
 once:*)
     re=${check#once:}
     n=$(grep -Ec "prophet: INFO .*$re" "$out")
-    [ "$n" -eq "$ranks" ] || fail "$n INFO lines matching '$re' for $ranks ranks (one each expected)"
+    [ "$n" -eq "$ranks" ] ||
+        fail "$n INFO lines matching '$re' for $ranks ranks (one each expected)"
     echo "$n INFO lines matching '$re' for $ranks ranks" ;;
 *) fail "bad CHECK $check" ;;
 esac
