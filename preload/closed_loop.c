@@ -35,7 +35,6 @@ void prophet_loop_reset(prophet_comm_t *c)
     c->loop.in_force = PROPHET_CAND_NONE;
     c->loop.direct = 0;
     c->loop.chosen = 0;
-    c->loop.kept_logged = 0;
     c->loop.iter_start_us = 0;
     c->loop.iter_clean = 0;
     c->loop.iter_cand = PROPHET_CAND_NONE;
@@ -189,6 +188,7 @@ int prophet_loop_plan(prophet_comm_t *c, const prophet_planner_opts_t *po,
 void prophet_loop_installed(prophet_comm_t *c, const prophet_plan_t *plan, uint64_t iteration)
 {
     const prophet_plan_trial_t *t = &plan->trial;
+    int again = c->loop.chosen && t->phase == PROPHET_TRIAL_CHOSEN; /* a re-agreement */
 
     c->loop.in_force = t->phase != PROPHET_TRIAL_OFF ? t->candidate : PROPHET_CAND_NONE;
     c->loop.direct = plan->policy == PROPHET_POLICY_PASSTHROUGH;
@@ -202,16 +202,16 @@ void prophet_loop_installed(prophet_comm_t *c, const prophet_plan_t *plan, uint6
                     (unsigned long)c->id, (unsigned long)iteration, t->round,
                     prophet_cand_name(t->judged), t->judged_us, t->judged_samples);
     /* The kept plan is agreed again every PROPHET_TRIAL_CHECK_EVERY iterations: one INFO line
-     * when it is chosen, TRACE for each re-agreement (one line per event, not per check). */
+     * when it is chosen, TRACE for each re-agreement (one line per event, not per check): a
+     * round always tries a candidate before it keeps one, so a kept plan following a kept plan is
+     * the same plan agreed again. */
     if (t->phase == PROPHET_TRIAL_CHOSEN) {
-        prophet_msg(c->loop.kept_logged ? PROPHET_LOG_TRACE : PROPHET_LOG_INFO,
+        prophet_msg(again ? PROPHET_LOG_TRACE : PROPHET_LOG_INFO,
                     "comm %lu iteration %lu: trial round %u: %s kept (%u us)", (unsigned long)c->id,
                     (unsigned long)iteration, t->round, prophet_cand_name(t->candidate),
                     t->chosen_us);
-        c->loop.kept_logged = 1;
         return;
     }
-    c->loop.kept_logged = 0;
     prophet_msg(PROPHET_LOG_INFO, "comm %lu iteration %lu: trial round %u: trying %s",
                 (unsigned long)c->id, (unsigned long)iteration, t->round,
                 prophet_cand_name(t->candidate));

@@ -138,7 +138,6 @@ typedef struct prophet_comm_loop {
     uint32_t in_force;     /* candidate of the plan in force, PROPHET_CAND_NONE */
     int direct;            /* the plan in force is passthrough: calls go straight to NCCL */
     int chosen;            /* the plan in force is the one the last trials kept */
-    int kept_logged;       /* its "kept" line went out at INFO (each re-agreement: TRACE) */
     uint64_t agree_iter;   /* iteration of the last plan broadcast */
     int64_t iter_start_us; /* rank 0: first call of the current iteration (0: none) */
     int iter_clean;        /* rank 0: the current iteration's time is a sample */
