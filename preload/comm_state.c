@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "comm_state.h"
+#include "readiness_poller.h"
 #include "cuda_driver.h"
 #include "init.h"
 #include "tls.h"
@@ -183,13 +184,14 @@ void prophet_comm_summary(prophet_comm_t *c)
     prophet_msg(PROPHET_LOG_INFO,
                 "summary comm %lu rank %d/%d: calls=%lu scheduled=%lu passthrough=%lu blocks=%lu "
                 "blocks>1=%lu mean_members=%.2f plans=%lu plan_rejects=%lu stall_warnings=%lu "
-                "observed=%lu",
+                "observed=%lu poller_busy_hz=%.0f",
                 (unsigned long)c->id, c->rank, c->nranks, (unsigned long)s->calls,
                 (unsigned long)s->scheduled, (unsigned long)s->passthrough,
                 (unsigned long)s->blocks, (unsigned long)s->blocks_multi,
                 s->blocks ? (double)s->block_members / (double)s->blocks : 0.0,
                 (unsigned long)s->plans, (unsigned long)s->plan_rejects,
-                (unsigned long)s->stall_warnings, (unsigned long)s->observed);
+                (unsigned long)s->stall_warnings, (unsigned long)s->observed,
+                prophet_poller_busy_hz());
 }
 
 /* A destroyed comm: once its last block completed, X and the pooled events go. The host memory

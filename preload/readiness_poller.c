@@ -17,11 +17,18 @@
 #include "settings.h"
 #include "prophet/bw.h"
 
-#define PROPHET_POLL_US 500
+/* Records in flight or a block held: the thread wakes every 5 ms. Nothing it does is urgent:
+ * event instants are read from the events themselves, so a record found late loses nothing (what
+ * waits is only the events' return to the pool, and the learner's and the fit's samples, which
+ * are read at the next agreement); releases happen at program-order points, never here. Each pass
+ * is a wake-up, a lock per comm and an event query: at the former 0.5 ms, 2,000 a second a rank
+ * (on 2 cores, 8 ranks: 16,000 wake-ups a second, most of the system time the preload added to a
+ * held job, docs/benchmarks.md). The stall guard's warning (PROPHET_STALL_MS) is then at most a
+ * fifth of its bound late: the period is capped at stall_ms / 5. */
+#define PROPHET_POLL_BUSY_US 5000
 /* Nothing in flight and nothing held on any comm (a passthrough plan, an unsettled comm between
- * its sampled runs): the thread wakes this rarely. Event instants are read from the events
- * themselves, so a record found late loses nothing; what is delayed is only when its events go
- * back to the pool. Below prophet_poller_stop()'s 50 ms wait for the thread to leave. */
+ * its sampled runs): the thread wakes this rarely. Below prophet_poller_stop()'s 50 ms wait for the
+ * thread to leave. */
 #define PROPHET_POLL_IDLE_US 20000
 #define PROPHET_BW_POLL_US 100000
 
@@ -31,6 +38,8 @@ static _Atomic int prophet_poller_exited;
 static _Atomic uint64_t prophet_probe_bits; /* double, -1 when there is no live throughput */
 static _Atomic int prophet_probe_wanted;    /* prophet_poller_want_probe() was called */
 static int prophet_probe_opened;            /* the poller thread's: prophet_bw_start() ran */
+static _Atomic uint64_t prophet_poller_busy_passes; /* passes with work found (records, holds) */
+static _Atomic uint64_t prophet_poller_busy_us;     /* the time from those passes to the next */
 static prophet_bw_t *prophet_bw;
 
 double prophet_poller_probe_Bps(void)
@@ -179,6 +188,24 @@ static void prophet_bw_start(void)
                 why);
 }
 
+/* How long the thread sleeps after a pass (busy: it found records in flight or a block held). */
+static long prophet_poll_period_us(int busy)
+{
+    long stall_cap = (long)prophet_cfg.stall_ms * 1000L / 5;
+
+    if (!busy)
+        return PROPHET_POLL_IDLE_US;
+    return stall_cap < PROPHET_POLL_BUSY_US ? stall_cap : PROPHET_POLL_BUSY_US;
+}
+
+double prophet_poller_busy_hz(void)
+{
+    uint64_t n = atomic_load_explicit(&prophet_poller_busy_passes, memory_order_relaxed);
+    uint64_t us = atomic_load_explicit(&prophet_poller_busy_us, memory_order_relaxed);
+
+    return us ? (double)n * 1e6 / (double)us : 0.0;
+}
+
 void prophet_poller_want_probe(void)
 {
     atomic_store_explicit(&prophet_probe_wanted, 1, memory_order_relaxed);
@@ -220,8 +247,13 @@ static void *prophet_poller_main(void *arg)
             continue;
         }
         prophet_poll_bw(now, &next_bw);
-        ts.tv_nsec = (busy ? PROPHET_POLL_US : PROPHET_POLL_IDLE_US) * 1000L;
+        ts.tv_nsec = prophet_poll_period_us(busy) * 1000L;
         nanosleep(&ts, NULL);
+        if (busy) {
+            atomic_fetch_add_explicit(&prophet_poller_busy_passes, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(&prophet_poller_busy_us, (uint64_t)(prophet_now_us() - now),
+                                      memory_order_relaxed);
+        }
     }
     atomic_store(&prophet_poller_exited, 1);
     return NULL;

@@ -18,5 +18,9 @@ double prophet_poller_probe_Bps(void);
  * (Horovod's fused calls: no plan is ever made) loads no probe and pays nothing for it. Any
  * thread, lock-free. */
 void prophet_poller_want_probe(void);
+/* The thread's passes a second while it had work (records in flight or a block held), over the
+ * process's life so far: 1e6 / (PROPHET_POLL_BUSY_US + a pass), less on a loaded host; 0 before
+ * any such pass. For the summary line. Any thread, lock-free. */
+double prophet_poller_busy_hz(void);
 
 #endif

@@ -18,6 +18,8 @@
 #           | each:REGEX (one 'prophet: INFO' line matching REGEX per rank, or more)
 #           | once:REGEX (exactly one 'prophet: INFO' line matching REGEX per rank, counted over
 #             all ranks: an event logged once, not at every re-agreement)
+#           | poller:MAX (every rank's summary: poller_busy_hz=N with 0 < N <= MAX, the readiness
+#             poller's passes a second while it had work; a loaded host only lowers N)
 #   PLAN    the plan check shared by every e2e test (check_plan.py on the run's PROPHET_LOG):
 #           agreed  every rank's summary has plans>=1 and plan_rejects=0, and every rank agreed
 #                   the same plans
@@ -155,6 +157,15 @@ once:*)
     [ "$n" -eq "$ranks" ] ||
         fail "$n INFO lines matching '$re' for $ranks ranks (one each expected)"
     echo "$n INFO lines matching '$re' for $ranks ranks" ;;
+poller:*)
+    max=${check#poller:}
+    [ "$summaries" -eq "$ranks" ] || fail "$summaries summary lines for $ranks ranks"
+    bad=$(grep "prophet: INFO summary comm" "$out" | sed -n 's/.* poller_busy_hz=\([0-9]*\).*/\1/p' |
+        awk -v max="$max" '$1 == 0 || $1 > max' | wc -l)
+    n=$(grep "prophet: INFO summary comm" "$out" | grep -c " poller_busy_hz=[0-9]")
+    [ "$n" -eq "$ranks" ] && [ "$bad" -eq 0 ] ||
+        fail "$bad rank(s) with the poller busy more than $max times a second, or never ($n summaries with the figure)"
+    grep "prophet: INFO summary comm" "$out" | sed -n 's/.*\(rank [0-9]*\/[0-9]*\).* \(poller_busy_hz=[0-9]*\).*/\1 \2/p' ;;
 *) fail "bad CHECK $check" ;;
 esac
 case $plan in
