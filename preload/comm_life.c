@@ -40,7 +40,7 @@ static void prophet_comm_life_exit(void)
         pthread_mutex_lock(&c->lock);
         if (atomic_load(&c->alive))
             prophet_release_pending(c); /* process exit is a program-order point */
-        prophet_comm_summary(c);
+        prophet_comm_summary(c, prophet_poller_busy_hz());
         prophet_logb_close(c);
         pthread_mutex_unlock(&c->lock);
     }
@@ -258,7 +258,7 @@ void prophet_comm_retire(prophet_comm_t *c, int abort)
         c->blocks.pending.n = 0;
     }
     atomic_store(&c->alive, 0);
-    prophet_comm_summary(c);
+    prophet_comm_summary(c, prophet_poller_busy_hz());
     prophet_logb_close(c);
     /* the learner, engine and net model are not needed any more; X and the events are released
      * by the poller (prophet_comm_gpu_release) once every launched block has completed */

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "comm_state.h"
-#include "readiness_poller.h"
 #include "cuda_driver.h"
 #include "init.h"
 #include "tls.h"
@@ -174,7 +173,7 @@ void prophet_comm_record_put(prophet_comm_t *c, prophet_inflight_t *f)
     c->blocks.spare_n++;
 }
 
-void prophet_comm_summary(prophet_comm_t *c)
+void prophet_comm_summary(prophet_comm_t *c, double poller_busy_hz)
 {
     const prophet_stats_t *s = &c->stats;
 
@@ -190,8 +189,7 @@ void prophet_comm_summary(prophet_comm_t *c)
                 (unsigned long)s->blocks, (unsigned long)s->blocks_multi,
                 s->blocks ? (double)s->block_members / (double)s->blocks : 0.0,
                 (unsigned long)s->plans, (unsigned long)s->plan_rejects,
-                (unsigned long)s->stall_warnings, (unsigned long)s->observed,
-                prophet_poller_busy_hz());
+                (unsigned long)s->stall_warnings, (unsigned long)s->observed, poller_busy_hz);
 }
 
 /* A destroyed comm: once its last block completed, X and the pooled events go. The host memory

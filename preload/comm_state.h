@@ -200,7 +200,9 @@ void prophet_comm_event_put(prophet_comm_t *c, CUevent e);
  * that another thread (the poller) allocated. Locked. */
 prophet_inflight_t *prophet_comm_record_get(prophet_comm_t *c, uint32_t n);
 void prophet_comm_record_put(prophet_comm_t *c, prophet_inflight_t *f);
-void prophet_comm_summary(prophet_comm_t *c);
+/* The summary line (PROPHET_DEBUG=INFO), once; poller_busy_hz: prophet_poller_busy_hz(), handed in
+ * by the caller (the poller reads the comms: it is not called from here). */
+void prophet_comm_summary(prophet_comm_t *c, double poller_busy_hz);
 /* A retired comm whose last launched block completed: X and the pooled events (poller). Locked. */
 void prophet_comm_gpu_release(prophet_comm_t *c);
 /* Learner, engine, net model and signature sequence (retire). Locked. */
