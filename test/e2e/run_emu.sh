@@ -163,9 +163,10 @@ poller:*)
     bad=$(grep "prophet: INFO summary comm" "$out" | sed -n 's/.* poller_busy_hz=\([0-9]*\).*/\1/p' |
         awk -v max="$max" '$1 == 0 || $1 > max' | wc -l)
     n=$(grep "prophet: INFO summary comm" "$out" | grep -c " poller_busy_hz=[0-9]")
-    [ "$n" -eq "$ranks" ] && [ "$bad" -eq 0 ] ||
-        fail "$bad rank(s) with the poller busy more than $max times a second, or never ($n summaries with the figure)"
-    grep "prophet: INFO summary comm" "$out" | sed -n 's/.*\(rank [0-9]*\/[0-9]*\).* \(poller_busy_hz=[0-9]*\).*/\1 \2/p' ;;
+    [ "$n" -eq "$ranks" ] && [ "$bad" -eq 0 ] || fail "$bad rank(s) with the poller busy more" \
+        "than $max times a second, or never ($n summaries with the figure)"
+    grep "prophet: INFO summary comm" "$out" |
+        sed -n 's/.*\(rank [0-9]*\/[0-9]*\).* \(poller_busy_hz=[0-9]*\).*/\1 \2/p' ;;
 *) fail "bad CHECK $check" ;;
 esac
 case $plan in

@@ -3,9 +3,10 @@
 # usage: run_check.sh [VAR=VALUE ...] [+REGEX ...] [-REGEX ...] [=N:REGEX ...] [>A>>B ...] -- CMD...
 #   +REGEX  must appear in stdout+stderr      -REGEX  must not appear
 #   =N:REGEX  must appear exactly N times     the command must exit 0
-#   >A>>B   a line matching A is immediately followed by one matching B (the probe's one-time
-#           notice, "eBPF throughput from ..." or "no eBPF throughput ...", which the background
-#           thread writes at any moment, is not a line between them)
+#   >A>>B   a line matching A is immediately followed by one matching B (what the background
+#           thread writes once, at any moment, when it opens the eBPF probe is not a line between
+#           them: its notice, "eBPF throughput from ..." or "no eBPF throughput ...", and at
+#           PROPHET_DEBUG=TRACE libbpf's own lines, "libbpf: ...")
 set -u
 envs="" checks=""
 nl='
@@ -34,7 +35,7 @@ echo "$checks" | while IFS= read -r c; do
         got=$(grep -Ec -- "$re" "$out")
         [ "$got" -eq "$n" ] || { echo "expected $n lines matching '$re', got $got"; exit 1; } ;;
     \>*) ab=${c#>}; a=${ab%%>>*}; b=${ab#*>>}
-        awk -v a="$a" -v b="$b" '/^prophet: INFO (no )?eBPF throughput/ { next }
+        awk -v a="$a" -v b="$b" '/^prophet: INFO (no )?eBPF throughput|^libbpf: / { next }
             p && $0 ~ b { f = 1 } { p = ($0 ~ a) } END { exit !f }' "$out" ||
             { echo "no line matching '$a' followed by one matching '$b'"; exit 1; } ;;
     esac
