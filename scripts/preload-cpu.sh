@@ -14,7 +14,8 @@
 set -eu
 [ $# -gt 0 ] || { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
-emu=$(cd "${EMU_BUILD:-$root/build}" && pwd)
+emu_build=$(cd "${EMU_BUILD:-$root/build}" && pwd)
+. "$root/scripts/emu-job.sh"
 profile=${PROFILE:-resnet50} mode=${MODE:-per-tensor} ranks=${RANKS:-4} bw=${BW:-1Gbit}
 iters=${ITERS:-170} warmup=${WARMUP:-130} rounds=${ROUNDS:-3}
 for v in "$@"; do
@@ -28,12 +29,8 @@ extra=
 run() { # name, then the run's environment
     name=$1
     shift
-    /usr/bin/time -f "%e %U %S %w %c" -o "$work/time" \
-        env LD_LIBRARY_PATH="$emu/lib/emu" EMU_NCCL_BW="$bw" EMU_NCCL_LATENCY_US=0 "$@" \
-        "$emu/bin/prophet-emu" --ranks "$ranks" --profile "$root/profiles/$profile.json" \
-        --mode "$mode" $extra --iters "$iters" --warmup "$warmup" --wait all \
-        --json "$work/run.json" --quiet --timeout 900 --scale 0.5 --elements-scale 0.05 \
-        2>"$work/err" || { echo "preload-cpu.sh: $name failed:" >&2; tail -5 "$work/err" >&2; exit 1; }
+    emu_job "$work/run.json" "$work/err" "$work/time" "$@" ||
+        { echo "preload-cpu.sh: $name failed:" >&2; tail -5 "$work/err" >&2; exit 1; }
     kept=$(grep -o "[a-z0-9-]* kept" "$work/err" | tail -n 1 | cut -d' ' -f1)
     python3 -c "import json, statistics, sys
 it = json.load(open(sys.argv[1]))['iteration_us'][int(sys.argv[2]):]

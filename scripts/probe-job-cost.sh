@@ -17,6 +17,8 @@
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-$root/build}" && pwd)
+emu_build=$build
+. "$root/scripts/emu-job.sh"
 mode=${MODE:-per-param-sync} profile=${PROFILE:-resnet50} ranks=${RANKS:-4} bw=${BW:-1Gbit}
 rounds=${ROUNDS:-3} iters=${ITERS:-80} warmup=${WARMUP:-40}
 columns=${COLUMNS:-none shared process daemon off}
@@ -30,15 +32,11 @@ extra=
 run() { # column, then its environment
     col=$1
     shift
-    /usr/bin/time -f "%U %S" -o "$work/$col.time" \
-        env LD_LIBRARY_PATH="$build/lib/emu" EMU_NCCL_BW="$bw" EMU_NCCL_LATENCY_US=0 "$@" \
-        "$build/bin/prophet-emu" --ranks "$ranks" --profile "$root/profiles/$profile.json" \
-        --mode "$mode" $extra --iters "$iters" --warmup "$warmup" --wait all \
-        --json "$work/$col.json" --quiet --scale 0.5 --elements-scale 0.05 2>"$work/$col.err" ||
+    emu_job "$work/$col.json" "$work/$col.err" "$work/$col.time" "$@" ||
         { echo "probe-job-cost.sh: $col failed:" >&2; tail -5 "$work/$col.err" >&2; exit 1; }
     python3 -c "import json, statistics, sys
 it = json.load(open(sys.argv[1]))['iteration_us'][int(sys.argv[2]):]
-cpu = sum(float(x) for x in open(sys.argv[4]).read().split()[-2:])
+cpu = sum(float(x) for x in open(sys.argv[4]).read().split()[-4:-2])
 print(sys.argv[3], round(statistics.median(it) / 1e3, 2), round(cpu, 2))" "$work/$col.json" "$warmup" \
         "$col" "$work/$col.time" |
         tee -a "$work/results"
