@@ -38,8 +38,10 @@ static void prophet_comm_life_exit(void)
     prophet_poller_stop();
     for (prophet_comm_t *c = prophet_comm_list(); c; c = c->next_all) {
         pthread_mutex_lock(&c->lock);
-        if (atomic_load(&c->alive))
+        if (atomic_load(&c->alive)) {
             prophet_release_pending(c); /* process exit is a program-order point */
+            prophet_poller_collect(c);  /* the poller has stopped: completed records go in now */
+        }
         prophet_comm_summary(c, prophet_poller_busy_hz());
         prophet_logb_close(c);
         pthread_mutex_unlock(&c->lock);
@@ -249,6 +251,7 @@ void prophet_comm_retire(prophet_comm_t *c, int abort)
          * comm down (X waits only for ready events of calls already made) */
         if (c->gpu.x)
             prophet_cu.StreamSynchronize(c->gpu.x);
+        prophet_poller_collect(c); /* completed records into the log before it closes */
     } else {
         /* Abort: held calls were never launched and have no gate; they are dropped with the comm */
         for (uint32_t i = 0; i < c->blocks.pending.n; i++)

@@ -259,11 +259,17 @@ static void *prophet_poller_main(void *arg)
     return NULL;
 }
 
-void prophet_poller_drain(prophet_comm_t *c)
+void prophet_poller_collect(prophet_comm_t *c)
 {
-    for (prophet_inflight_t *f = c->blocks.inflight_head; f; f = f->next)
-        prophet_cu.EventSynchronize(f->end);
+    CUcontext prev = NULL;
+
+    if (!c->gpu.ctx || prophet_cu.CtxGetCurrent(&prev) != CUDA_SUCCESS)
+        return;
+    if (prev != c->gpu.ctx && prophet_cu.CtxSetCurrent(c->gpu.ctx) != CUDA_SUCCESS)
+        return;
     prophet_poll_inflight(c);
+    if (prev != c->gpu.ctx)
+        prophet_cu.CtxSetCurrent(prev); /* the caller's thread keeps its own context */
 }
 
 int prophet_poller_start(void)

@@ -7,8 +7,10 @@
 
 int prophet_poller_start(void);
 void prophet_poller_stop(void);
-/* Processes every inflight record of c now (waits for their events). Locked. */
-void prophet_poller_drain(prophet_comm_t *c);
+/* Processes the records of c whose work has completed, now, on the caller's thread (never
+ * waits): what the poller would find at its next pass, up to PROPHET_POLL_BUSY_US later, taken
+ * before the comm's log closes (destroy, exit), so that the job's last calls are in it. Locked. */
+void prophet_poller_collect(prophet_comm_t *c);
 /* Latest live throughput (bytes/s) from the bandwidth source, or -1 (also before the source is
  * opened). */
 double prophet_poller_probe_Bps(void);
