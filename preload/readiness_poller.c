@@ -22,9 +22,10 @@
  * waits is only the events' return to the pool, and the learner's and the fit's samples, which
  * are read at the next agreement); releases happen at program-order points, never here. Each pass
  * is a wake-up, a lock per comm and an event query: at the former 0.5 ms, 2,000 a second a rank
- * (on 2 cores, 8 ranks: 16,000 wake-ups a second, most of the system time the preload added to a
- * held job, docs/benchmarks.md). The stall guard's warning (PROPHET_STALL_MS) is then at most a
- * fifth of its bound late: the period is capped at stall_ms / 5. */
+ * (ResNet-50 per-tensor, 8 ranks on 2 cores, a held plan: 6% of the job's CPU and 13% of its
+ * voluntary context switches went with them, docs/benchmarks.md). The stall guard's warning
+ * (PROPHET_STALL_MS) is then at most a fifth of its bound late: the period is capped at
+ * stall_ms / 5. */
 #define PROPHET_POLL_BUSY_US 5000
 /* Nothing in flight and nothing held on any comm (a passthrough plan, an unsettled comm between
  * its sampled runs): the thread wakes this rarely. Below prophet_poller_stop()'s 50 ms wait for the
