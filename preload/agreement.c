@@ -37,20 +37,23 @@ static CUresult prophet_agreement_poll(CUevent ev)
 static int prophet_agreement_wait(prophet_comm_t *c)
 {
     CUresult rc = CUDA_ERROR_INVALID_HANDLE;
+    /* the caller may be capturing, or another thread (cuda_driver.h): our waits are relaxed */
+    CUstreamCaptureMode mode = prophet_capture_relax();
 
     /* a bounded wait at a program-order point: the broadcast was issued two iterations ago */
     if (c->agree.plan_event_ok &&
         (rc = prophet_cu.EventSynchronize(c->agree.plan_event)) == CUDA_SUCCESS)
-        return 0;
+        goto out;
     prophet_comm_fail(c, "waiting for the plan broadcast", rc);
     if (c->agree.plan_event_ok)
         rc = prophet_agreement_poll(c->agree.plan_event);
     else
         rc = prophet_cu.StreamSynchronize(c->gpu.x); /* X is FIFO: the broadcast is on it */
-    if (rc == CUDA_SUCCESS)
-        return 0;
-    prophet_comm_error(c, "waiting for the plan broadcast", ncclUnhandledCudaError);
-    return -1;
+    if (rc != CUDA_SUCCESS)
+        prophet_comm_error(c, "waiting for the plan broadcast", ncclUnhandledCudaError);
+out:
+    prophet_capture_restore(mode);
+    return rc == CUDA_SUCCESS ? 0 : -1;
 }
 
 static void prophet_agreement_install(prophet_comm_t *c, uint64_t iteration)

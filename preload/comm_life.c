@@ -175,6 +175,7 @@ static int prophet_comm_setup_vote(prophet_comm_t *c, CUstream st, int ok)
     CUdeviceptr dev = 0;
     ncclResult_t nrc;
     CUresult rc;
+    CUstreamCaptureMode mode;
     void *mem = NULL;
 
     if (c->gpu.gate_host && c->gpu.gate_dev) {
@@ -198,7 +199,10 @@ static int prophet_comm_setup_vote(prophet_comm_t *c, CUstream st, int ok)
         prophet_comm_error(c, "the setup vote", nrc);
         return -2;
     }
-    if ((rc = prophet_cu.StreamSynchronize(st)) != CUDA_SUCCESS) {
+    mode = prophet_capture_relax(); /* another thread may be capturing (cuda_driver.h) */
+    rc = prophet_cu.StreamSynchronize(st);
+    prophet_capture_restore(mode);
+    if (rc != CUDA_SUCCESS) {
         prophet_msg(PROPHET_LOG_WARN, "comm %lu: waiting for the setup vote failed (%s)",
                     (unsigned long)c->id, prophet_cuda_errstr(rc));
         prophet_comm_error(c, "waiting for the setup vote", ncclUnhandledCudaError);
@@ -249,8 +253,11 @@ void prophet_comm_retire(prophet_comm_t *c, int abort)
         prophet_release_pending(c);
         /* destroy/finalize is a host-blocking point anyway: let X finish before NCCL tears the
          * comm down (X waits only for ready events of calls already made) */
-        if (c->gpu.x)
+        if (c->gpu.x) {
+            CUstreamCaptureMode mode = prophet_capture_relax(); /* cuda_driver.h */
             prophet_cu.StreamSynchronize(c->gpu.x);
+            prophet_capture_restore(mode);
+        }
         prophet_poller_collect(c); /* completed records into the log before it closes */
     } else {
         /* Abort: held calls were never launched and have no gate; they are dropped with the comm */

@@ -85,6 +85,9 @@ static void prophet_cuda_load_once(void)
     PROPHET_CU(GetErrorString, cuGetErrorString);
     prophet_cu.StreamGetFlags = (__typeof__(prophet_cu.StreamGetFlags))prophet_dlsym_real(
         h, PROPHET_XSTR(cuStreamGetFlags));
+    prophet_cu.ThreadExchangeStreamCaptureMode =
+        (__typeof__(prophet_cu.ThreadExchangeStreamCaptureMode))prophet_dlsym_real(
+            h, PROPHET_XSTR(cuThreadExchangeStreamCaptureMode));
     prophet_cuda_rc = 0;
     return;
 fail:
@@ -105,4 +108,20 @@ const char *prophet_cuda_errstr(CUresult rc)
     if (prophet_cu.GetErrorString && prophet_cu.GetErrorString(rc, &s) == CUDA_SUCCESS && s)
         return s;
     return "unknown CUDA error";
+}
+
+CUstreamCaptureMode prophet_capture_relax(void)
+{
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+
+    if (!prophet_cu.ThreadExchangeStreamCaptureMode ||
+        prophet_cu.ThreadExchangeStreamCaptureMode(&mode) != CUDA_SUCCESS)
+        return CU_STREAM_CAPTURE_MODE_RELAXED; /* nothing to put back */
+    return mode;
+}
+
+void prophet_capture_restore(CUstreamCaptureMode mode)
+{
+    if (mode != CU_STREAM_CAPTURE_MODE_RELAXED && prophet_cu.ThreadExchangeStreamCaptureMode)
+        prophet_cu.ThreadExchangeStreamCaptureMode(&mode);
 }

@@ -216,6 +216,7 @@ static void *prophet_poller_main(void *arg)
 {
     struct timespec ts = {0, 0};
     int64_t next_bw = 0;
+    int relaxed = 0;
 
     (void)arg;
     prophet_hold_enter(); /* this thread runs only the preload's own CUDA calls */
@@ -225,6 +226,12 @@ static void *prophet_poller_main(void *arg)
         for (prophet_comm_t *c = prophet_comm_list(); c; c = c->next_all) {
             pthread_mutex_lock(&c->lock);
             if (c->setup > 0 && c->gpu.ctx && c->gpu.x) {
+                /* its queries must not invalidate a capture of the job's (cuda_driver.h): set
+                 * once, before its first CUDA call (a comm is set up: the driver is loaded) */
+                if (!relaxed) {
+                    prophet_capture_relax();
+                    relaxed = 1;
+                }
                 prophet_cu.CtxSetCurrent(c->gpu.ctx);
                 prophet_poll_inflight(c);
                 if (atomic_load(&c->alive))
@@ -263,12 +270,15 @@ static void *prophet_poller_main(void *arg)
 void prophet_poller_collect(prophet_comm_t *c)
 {
     CUcontext prev = NULL;
+    CUstreamCaptureMode mode;
 
     if (!c->gpu.ctx || prophet_cu.CtxGetCurrent(&prev) != CUDA_SUCCESS)
         return;
     if (prev != c->gpu.ctx && prophet_cu.CtxSetCurrent(c->gpu.ctx) != CUDA_SUCCESS)
         return;
+    mode = prophet_capture_relax(); /* the caller's thread: its mode is put back */
     prophet_poll_inflight(c);
+    prophet_capture_restore(mode);
     if (prev != c->gpu.ctx)
         prophet_cu.CtxSetCurrent(prev); /* the caller's thread keeps its own context */
 }

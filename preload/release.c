@@ -131,12 +131,14 @@ ncclResult_t prophet_release_pending(prophet_comm_t *c)
          * never recorded would not wait), then open the gate word from the host
          * (PROPHET_HOLD_DROPPED). The comm goes on scheduling: its next blocks are its peers'
          * blocks (invariant 1). */
+        CUstreamCaptureMode mode = prophet_capture_relax(); /* cuda_driver.h */
         prophet_comm_fail(c, "opening the block's gate on the internal stream", rc);
         if ((!ended || prophet_cu.EventSynchronize(end) != CUDA_SUCCESS) &&
             prophet_cu.StreamSynchronize(c->gpu.x) != CUDA_SUCCESS)
             /* no way to know when the block ends: the gate opens now (a gated stream must never
              * hang) and the comm stops with an error rather than let a consumer read early */
             prophet_comm_error(c, "waiting for a block whose gate failed", ncclUnhandledCudaError);
+        prophet_capture_restore(mode);
     }
     prophet_hold_block_released(c, c->gpu.gate_gen,
                                 rc == CUDA_SUCCESS ? PROPHET_HOLD_ON_X : PROPHET_HOLD_DROPPED);

@@ -315,7 +315,10 @@ CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)
 CUresult cuCtxSynchronize(void)
 {
     struct CUctx_st *ctx;
-    CUresult rc = emu_current_ctx(&ctx);
+    CUresult rc = emu_capture_unsafe_call();
+    if (rc)
+        return rc;
+    rc = emu_current_ctx(&ctx);
     if (rc)
         return rc;
     size_t n = 0, cap = 16;

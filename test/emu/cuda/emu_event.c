@@ -161,7 +161,10 @@ CUresult cuEventQuery(CUevent hEvent)
 {
     EMU_FAULT_POINT("cuEventQuery");
     struct CUevent_st *e;
-    CUresult rc = emu_event_get(hEvent, &e);
+    CUresult rc = emu_capture_unsafe_call();
+    if (rc)
+        return rc;
+    rc = emu_event_get(hEvent, &e);
     if (rc)
         return rc;
     struct emu_mark *m = emu_event_last(e);
@@ -182,7 +185,10 @@ CUresult cuEventSynchronize(CUevent hEvent)
 {
     EMU_FAULT_POINT("cuEventSynchronize");
     struct CUevent_st *e;
-    CUresult rc = emu_event_get(hEvent, &e);
+    CUresult rc = emu_capture_unsafe_call();
+    if (rc)
+        return rc;
+    rc = emu_event_get(hEvent, &e);
     if (rc)
         return rc;
     struct emu_mark *m = emu_event_last(e);

@@ -71,6 +71,7 @@ struct emu_global {
     struct CUctx_st *primary[EMU_MAX_DEVICES];
     struct CUctx_st *all_ctxs; /* every context ever made (never freed) */
     atomic_ullong next_id;     /* stream, context, capture and buffer ids */
+    atomic_int captures;       /* captures under way that did not begin in RELAXED mode */
     unsigned poll_cap_us;
     int legacy_sync;    /* EMU_CUDA_LEGACY_SYNC, default 1 */
     int inline_record;  /* EMU_CUDA_INLINE_RECORD, default 1: a record on an idle stream fires
@@ -201,6 +202,8 @@ struct CUstream_st {
     int stopping;
     pthread_t thread;
     CUstreamCaptureStatus cap_status;
+    CUstreamCaptureMode cap_mode; /* the mode the capture began with */
+    pthread_t cap_thread;         /* the thread that began it */
     unsigned long long cap_id;
     struct CUgraph_st *cap_graph;
     struct CUstream_st *ctx_next; /* under emu_g.lock */
@@ -234,6 +237,13 @@ void emu_stream_wait_seq(struct CUstream_st *s, uint64_t seq);
 CUresult emu_stream_sync(struct CUstream_st *s);
 /* Enqueue op on handle h and wait for it when sync != 0 (used by the synchronous copies). */
 CUresult emu_submit_to(CUstream h, struct emu_op *op, int sync);
+/* Stream capture's interaction modes (cuThreadExchangeStreamCaptureMode), called first by the
+ * "potentially unsafe" entry points modelled here (event and stream query and synchronize, context
+ * synchronize). As the driver does: a thread in GLOBAL mode (the default) may not make them while
+ * another thread captures in GLOBAL mode, nor a thread in GLOBAL or THREAD_LOCAL mode while it
+ * captures itself (a capture not begun in RELAXED mode); a RELAXED thread may. A refused call
+ * invalidates the captures that forbade it and returns CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. */
+CUresult emu_capture_unsafe_call(void);
 
 /* graphs (emu_graph.c) */
 struct CUgraph_st *emu_graph_new(unsigned long long capture_id);

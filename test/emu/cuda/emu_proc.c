@@ -233,6 +233,7 @@ static const struct emu_proc emu_procs[] = {
      (void *)cuStreamBeginCapture_v2_ptsz},
     PT(cuStreamEndCapture, cuStreamEndCapture, cuStreamEndCapture_ptsz),
     PT(cuStreamIsCapturing, cuStreamIsCapturing, cuStreamIsCapturing_ptsz),
+    P(cuThreadExchangeStreamCaptureMode, cuThreadExchangeStreamCaptureMode),
     {"cuStreamGetCaptureInfo", 12030, (void *)cuStreamGetCaptureInfo_v3,
      (void *)cuStreamGetCaptureInfo_v2, (void *)cuStreamGetCaptureInfo_v3_ptsz},
     PT(cuStreamWaitValue32, cuStreamWaitValue32_v2, cuStreamWaitValue32_v2_ptsz),

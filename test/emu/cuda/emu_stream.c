@@ -360,7 +360,10 @@ CUresult cuStreamSynchronize(CUstream hStream)
 {
     EMU_FAULT_POINT("cuStreamSynchronize");
     struct CUstream_st *s;
-    CUresult rc = emu_stream_get(hStream, &s);
+    CUresult rc = emu_capture_unsafe_call();
+    if (rc)
+        return rc;
+    rc = emu_stream_get(hStream, &s);
     if (rc)
         return rc;
     rc = emu_stream_sync(s);
@@ -371,7 +374,10 @@ CUresult cuStreamSynchronize(CUstream hStream)
 CUresult cuStreamQuery(CUstream hStream)
 {
     struct CUstream_st *s;
-    CUresult rc = emu_stream_get(hStream, &s);
+    CUresult rc = emu_capture_unsafe_call();
+    if (rc)
+        return rc;
+    rc = emu_stream_get(hStream, &s);
     if (rc)
         return rc;
     pthread_mutex_lock(&s->lock);
@@ -452,10 +458,56 @@ CUresult cuStreamGetId(CUstream hStream, unsigned long long *streamId)
 
 /* ---- capture ---------------------------------------------------------------------------- */
 
+static __thread CUstreamCaptureMode emu_tls_capture_mode; /* 0: GLOBAL, the default */
+
+CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
+{
+    if (!mode || (unsigned)*mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUstreamCaptureMode old = emu_tls_capture_mode;
+    emu_tls_capture_mode = *mode;
+    *mode = old;
+    return CUDA_SUCCESS;
+}
+
+/* Whether capture s forbids a potentially unsafe call of this thread (see emu_internal.h). */
+static int emu_capture_forbids_locked(const struct CUstream_st *s)
+{
+    if (s->cap_status != CU_STREAM_CAPTURE_STATUS_ACTIVE ||
+        s->cap_mode == CU_STREAM_CAPTURE_MODE_RELAXED)
+        return 0;
+    if (pthread_equal(s->cap_thread, pthread_self()))
+        return 1;
+    return s->cap_mode == CU_STREAM_CAPTURE_MODE_GLOBAL &&
+           emu_tls_capture_mode == CU_STREAM_CAPTURE_MODE_GLOBAL;
+}
+
+CUresult emu_capture_unsafe_call(void)
+{
+    CUresult rc = CUDA_SUCCESS;
+
+    if (atomic_load_explicit(&emu_g.captures, memory_order_acquire) == 0 ||
+        emu_tls_capture_mode == CU_STREAM_CAPTURE_MODE_RELAXED)
+        return CUDA_SUCCESS;
+    pthread_mutex_lock(&emu_g.lock);
+    for (struct CUctx_st *ctx = emu_g.all_ctxs; ctx; ctx = ctx->all_next)
+        for (struct CUstream_st *s = ctx->streams; s; s = s->ctx_next) {
+            pthread_mutex_lock(&s->lock);
+            if (emu_capture_forbids_locked(s)) {
+                s->cap_status = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+                rc = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+            }
+            pthread_mutex_unlock(&s->lock);
+        }
+    pthread_mutex_unlock(&emu_g.lock);
+    return rc;
+}
+
 CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
 {
-    (void)mode;
     struct CUstream_st *s;
+    if ((unsigned)mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+        return CUDA_ERROR_INVALID_VALUE;
     CUresult rc = emu_stream_get(hStream, &s);
     if (rc)
         return rc;
@@ -473,6 +525,10 @@ CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
         rc = CUDA_ERROR_ILLEGAL_STATE;
     } else {
         s->cap_status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+        s->cap_mode = mode;
+        s->cap_thread = pthread_self();
+        if (mode != CU_STREAM_CAPTURE_MODE_RELAXED)
+            atomic_fetch_add_explicit(&emu_g.captures, 1, memory_order_release);
         s->cap_id = g->capture_id;
         s->cap_graph = g;
         g = NULL;
@@ -497,6 +553,8 @@ CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
     pthread_mutex_lock(&s->lock);
     struct CUgraph_st *g = s->cap_graph;
     CUstreamCaptureStatus st = s->cap_status;
+    if (st != CU_STREAM_CAPTURE_STATUS_NONE && s->cap_mode != CU_STREAM_CAPTURE_MODE_RELAXED)
+        atomic_fetch_sub_explicit(&emu_g.captures, 1, memory_order_release);
     s->cap_status = CU_STREAM_CAPTURE_STATUS_NONE;
     s->cap_id = 0;
     s->cap_graph = NULL;
