@@ -711,6 +711,20 @@ static uint64_t heap_kb(void)
     return (uint64_t)(mi.uordblks + mi.hblkhd) / 1024;
 }
 
+/* --rss: no rank leaves (and tears down) before every rank took its end sample. A rank that
+ * leaves first can change what another one holds at its sample: with the preload, the process
+ * that owns the shared eBPF probe gives it up at exit, and a survivor takes it over, loading the
+ * probe (libbpf reads the kernel's BTF, 5.4 MiB here, into the heap for the time of the load):
+ * a take-over, not a leak. Bounded (10 s) so that a rank that died cannot hang the others. */
+static void rss_wait_all_sampled(struct emu_shared *sh)
+{
+    const struct timespec pause = {0, 1000000};
+
+    atomic_fetch_add(&sh->rss_sampled, 1);
+    for (int i = 0; i < 10000 && atomic_load(&sh->rss_sampled) < sh->ranks; i++)
+        nanosleep(&pause, NULL);
+}
+
 static int run_loop(struct emu_rank *r)
 {
     double *out = emu_shared_iter_us(r->sh, r->rank);
@@ -757,6 +771,7 @@ static int run_loop(struct emu_rank *r)
     if (r->opt->rss_at >= 0) {
         res->rss_end_kb = rss_kb();
         res->heap_end_kb = heap_kb();
+        rss_wait_all_sampled(r->sh);
     }
     return 0;
 }

@@ -47,6 +47,7 @@ struct emu_shared {
     struct emu_rank_result result[EMU_MAX_RANKS];
     struct emu_hvd_ctl hvd;
     _Atomic uint64_t kill_ns; /* --kill-rank: CLOCK_MONOTONIC ns just before the SIGKILL */
+    _Atomic int rss_sampled;  /* --rss: ranks that took their end sample (rank.c) */
     double exit_after_kill_s[EMU_MAX_RANKS]; /* parent: rank exit - kill_ns; -1 = none */
     double iter_us[];                        /* [rank * total_iters + iteration] */
 };
