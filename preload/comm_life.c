@@ -175,7 +175,6 @@ static int prophet_comm_setup_vote(prophet_comm_t *c, CUstream st, int ok)
     CUdeviceptr dev = 0;
     ncclResult_t nrc;
     CUresult rc;
-    CUstreamCaptureMode mode;
     void *mem = NULL;
 
     if (c->gpu.gate_host && c->gpu.gate_dev) {
@@ -199,10 +198,8 @@ static int prophet_comm_setup_vote(prophet_comm_t *c, CUstream st, int ok)
         prophet_comm_error(c, "the setup vote", nrc);
         return -2;
     }
-    mode = prophet_capture_relax(); /* another thread may be capturing (cuda_driver.h) */
-    rc = prophet_cu.StreamSynchronize(st);
-    prophet_capture_restore(mode);
-    if (rc != CUDA_SUCCESS) {
+    /* in RELAXED capture mode, as the whole setup (prophet_comm_setup) */
+    if ((rc = prophet_cu.StreamSynchronize(st)) != CUDA_SUCCESS) {
         prophet_msg(PROPHET_LOG_WARN, "comm %lu: waiting for the setup vote failed (%s)",
                     (unsigned long)c->id, prophet_cuda_errstr(rc));
         prophet_comm_error(c, "waiting for the setup vote", ncclUnhandledCudaError);
@@ -214,6 +211,7 @@ static int prophet_comm_setup_vote(prophet_comm_t *c, CUstream st, int ok)
 int prophet_comm_setup(prophet_comm_t *c, CUstream st)
 {
     CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUstreamCaptureMode mode;
     int ok, vote;
 
     if (c->setup)
@@ -228,8 +226,13 @@ int prophet_comm_setup(prophet_comm_t *c, CUstream st)
         cap != CU_STREAM_CAPTURE_STATUS_NONE)
         return -1;
     c->setup = -1;
+    /* its allocations (pinned host memory) and the vote's wait: another thread may be capturing,
+     * or this one on another stream (cuda_driver.h) */
+    mode = prophet_capture_relax();
     ok = prophet_comm_setup_local(c) == 0;
-    if ((vote = prophet_comm_setup_vote(c, st, ok)) != 0) {
+    vote = prophet_comm_setup_vote(c, st, ok);
+    prophet_capture_restore(mode);
+    if (vote != 0) {
         if (ok && vote == -1)
             prophet_msg(PROPHET_LOG_WARN,
                         "comm %lu: setup failed on another rank; this communicator passes "

@@ -9,7 +9,9 @@
  * were released, their records still in flight, kept open 50 ms (ten of the poller's busy
  * periods): the poller thread's queries must not invalidate it; (3) one kept open while the same
  * thread makes 60 more iterations on the first stream, through a plan agreement (the preload's
- * host wait for the broadcast, on this thread): its waits must not invalidate it either. */
+ * host wait for the broadcast, on this thread): its waits must not invalidate it either; (4) one
+ * during which a second comm makes its first call, which sets it up (pinned host memory, the
+ * setup vote's wait): nor that. */
 #include <time.h>
 
 #include <emu_cuda.h>
@@ -103,6 +105,19 @@ static int pt_rank(int rank, int nranks, const ncclUniqueId *id)
     if (pt_end_global_capture(s2, "across 60 iterations"))
         return 1;
     PT_CU(cuStreamSynchronize(s));
+    /* (4) a second comm's first call, made during the capture: the preload sets the comm up
+     * there (pinned host memory, the setup vote's wait) */
+    ncclComm_t comm2;
+    ncclUniqueId id2;
+    PT_NCCL(ncclGetUniqueId(&id2));
+    PT_NCCL(ncclCommInitRank(&comm2, 1, id2, 0));
+    PT_CU(cuStreamBeginCapture(s2, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    PT_NCCL(ncclAllReduce((void *)buf[0], (void *)buf[0], 64, ncclFloat, ncclSum, comm, s2));
+    pt_iteration(comm2, s, buf, 0, 4);
+    if (pt_end_global_capture(s2, "across a comm's set-up"))
+        return 1;
+    PT_CU(cuStreamSynchronize(s));
+    PT_NCCL(ncclCommDestroy(comm2));
     PT_CU(cuStreamDestroy(s2));
     PT_NCCL(ncclCommDestroy(comm));
     return 0;

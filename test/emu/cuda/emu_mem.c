@@ -60,7 +60,10 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
     void *p = NULL;
     if (!dptr && !emu_check_init())
         return CUDA_ERROR_INVALID_VALUE;
-    CUresult rc = emu_mem_alloc(&p, bytesize, EMU_MEM_DEVICE, 0);
+    CUresult rc = emu_capture_unsafe_call();
+    if (rc)
+        return rc;
+    rc = emu_mem_alloc(&p, bytesize, EMU_MEM_DEVICE, 0);
     if (!rc)
         *dptr = (CUdeviceptr)(uintptr_t)p;
     return rc;
@@ -83,12 +86,14 @@ CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
     if (Flags & ~(unsigned)(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP |
                             CU_MEMHOSTALLOC_WRITECOMBINED))
         return emu_check_init() ? CUDA_ERROR_NOT_INITIALIZED : CUDA_ERROR_INVALID_VALUE;
-    return emu_mem_alloc(pp, bytesize, EMU_MEM_HOST, Flags);
+    CUresult rc = emu_capture_unsafe_call();
+    return rc ? rc : emu_mem_alloc(pp, bytesize, EMU_MEM_HOST, Flags);
 }
 
 CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
 {
-    return emu_mem_alloc(pp, bytesize, EMU_MEM_HOST, 0);
+    CUresult rc = emu_capture_unsafe_call();
+    return rc ? rc : emu_mem_alloc(pp, bytesize, EMU_MEM_HOST, 0);
 }
 
 CUresult cuMemFreeHost(void *p)
