@@ -11,7 +11,8 @@
  * thread makes 60 more iterations on the first stream, through a plan agreement (the preload's
  * host wait for the broadcast, on this thread): its waits must not invalidate it either; (4) one
  * during which a second comm makes its first call, which sets it up (pinned host memory, the
- * setup vote's wait): nor that. */
+ * setup vote's wait): nor that; (5) one around that comm's destroy (the preload waits for its
+ * internal stream and collects its records): nor that. */
 #include <time.h>
 
 #include <emu_cuda.h>
@@ -116,8 +117,13 @@ static int pt_rank(int rank, int nranks, const ncclUniqueId *id)
     pt_iteration(comm2, s, buf, 0, 4);
     if (pt_end_global_capture(s2, "across a comm's set-up"))
         return 1;
-    PT_CU(cuStreamSynchronize(s));
+    /* (5) and its destroy (the preload waits for its internal stream, collects its records) */
+    PT_CU(cuStreamBeginCapture(s2, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    PT_NCCL(ncclAllReduce((void *)buf[0], (void *)buf[0], 64, ncclFloat, ncclSum, comm, s2));
     PT_NCCL(ncclCommDestroy(comm2));
+    if (pt_end_global_capture(s2, "across a comm's destroy"))
+        return 1;
+    PT_CU(cuStreamSynchronize(s));
     PT_CU(cuStreamDestroy(s2));
     PT_NCCL(ncclCommDestroy(comm));
     return 0;
