@@ -239,10 +239,11 @@ CUresult emu_stream_sync(struct CUstream_st *s);
 CUresult emu_submit_to(CUstream h, struct emu_op *op, int sync);
 /* Stream capture's interaction modes (cuThreadExchangeStreamCaptureMode), called first by the
  * "potentially unsafe" entry points modelled here (event and stream query and synchronize, context
- * synchronize, device and pinned host allocation). As the driver does: a thread in GLOBAL mode (the default) may not make them while
- * another thread captures in GLOBAL mode, nor a thread in GLOBAL or THREAD_LOCAL mode while it
- * captures itself (a capture not begun in RELAXED mode); a RELAXED thread may. A refused call
- * invalidates the captures that forbade it and returns CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. */
+ * synchronize, device and pinned host allocation). As the driver does: a thread in GLOBAL mode (the
+ * default) may not make them while another thread captures in GLOBAL mode, nor a thread in GLOBAL
+ * or THREAD_LOCAL mode while it captures itself (a capture not begun in RELAXED mode); a RELAXED
+ * thread may. A refused call invalidates the captures that forbade it and returns
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. */
 CUresult emu_capture_unsafe_call(void);
 
 /* graphs (emu_graph.c) */
