@@ -24,6 +24,22 @@ const char *prophet_cand_name(uint32_t cand)
     return cand < PROPHET_CAND_COUNT ? cand_names[cand] : "none";
 }
 
+const char *prophet_drift_name(uint32_t sigs)
+{
+    static const char *const names[8] = {
+        "nothing",
+        "iteration time",
+        "network throughput (eBPF)",
+        "iteration time and network throughput (eBPF)",
+        "profile",
+        "iteration time and profile",
+        "network throughput (eBPF) and profile",
+        "iteration time, network throughput (eBPF) and profile",
+    };
+
+    return names[sigs & 7];
+}
+
 int prophet_cand_plan(uint32_t cand, const prophet_planner_opts_t *opts,
                       const prophet_profile_t *profile, const prophet_net_t *net,
                       prophet_plan_t *out)
@@ -183,46 +199,43 @@ static double time_baseline(const prophet_trials_t *t)
     return drifted(m, t->chosen_us, PROPHET_TRIAL_DRIFT_TIME) ? t->chosen_us : m;
 }
 
-/* Which signal is off its baseline now (NULL: none). Baselines are taken from the first
- * PROPHET_TRIAL_DRIFT_RECENT samples under the kept plan. */
-static const char *drift_now(prophet_trials_t *t, double backward_us, int *time_only)
+/* Which signals are off their baselines now (PROPHET_DRIFT_* bits; 0: none). Baselines are taken
+ * from the first PROPHET_TRIAL_DRIFT_RECENT samples under the kept plan. */
+static uint32_t drift_now(prophet_trials_t *t, double backward_us)
 {
-    uint32_t k = PROPHET_TRIAL_DRIFT_RECENT;
-    const char *why = NULL;
+    uint32_t k = PROPHET_TRIAL_DRIFT_RECENT, sigs = 0;
 
     if (t->n_recent == k && !(t->base_us > 0))
         t->base_us = time_baseline(t);
     else if (t->n_recent > k &&
              drifted(median_of(t->recent, k), t->base_us, PROPHET_TRIAL_DRIFT_TIME))
-        why = "iteration time";
-    *time_only = why != NULL;
+        sigs |= PROPHET_DRIFT_TIME;
     if (t->n_recent_probe == k && !(t->ref_probe > 0))
         t->ref_probe = median_of(t->recent_probe, k);
     else if (t->n_recent_probe > k &&
              drifted(median_of(t->recent_probe, k), t->ref_probe, PROPHET_TRIAL_DRIFT_PROBE))
-        why = "network throughput (eBPF)";
+        sigs |= PROPHET_DRIFT_PROBE;
     if (backward_us > 0 && !(t->ref_backward > 0))
         t->ref_backward = backward_us;
     else if (drifted(backward_us, t->ref_backward, PROPHET_TRIAL_DRIFT_PROFILE))
-        why = "profile";
-    if (why && strcmp(why, "iteration time") != 0)
-        *time_only = 0;
-    return why;
+        sigs |= PROPHET_DRIFT_PROFILE;
+    return sigs;
 }
 
 /* A drift must last PROPHET_TRIAL_DRIFT_LASTS consecutive samples (a loaded machine's bursts do
  * not restart the trials; a link that changed speed does). */
 static void drift_check(prophet_trials_t *t, double backward_us)
 {
-    int time_only = 0;
-    const char *why = drift_now(t, backward_us, &time_only);
+    uint32_t sigs = drift_now(t, backward_us);
 
-    /* one sample off by the throughput or the profile makes the whole run's restart a full one */
-    t->time_only = t->drift_run ? t->time_only && time_only : time_only;
-    t->drift_run = why ? t->drift_run + 1 : 0;
-    if (why && t->drift_run >= PROPHET_TRIAL_DRIFT_LASTS) {
+    /* every signal off during the run: one sample off by the throughput or the profile makes the
+     * whole run's restart a full one */
+    t->drift_sigs = sigs ? (t->drift_run ? t->drift_sigs : 0) | sigs : 0;
+    t->drift_run = sigs ? t->drift_run + 1 : 0;
+    if (sigs && t->drift_run >= PROPHET_TRIAL_DRIFT_LASTS) {
         t->restart = 1;
-        t->reason = why;
+        t->time_only = t->drift_sigs == PROPHET_DRIFT_TIME;
+        t->reason = prophet_drift_name(t->drift_sigs);
     }
 }
 

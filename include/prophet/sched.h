@@ -283,16 +283,23 @@ typedef struct prophet_trials {
     double base_us, ref_probe; /* baseline under the kept plan (< 0 until taken) */
     double ref_backward;       /* the profile's backward span then */
     uint32_t drift_run;        /* consecutive samples off a baseline */
+    uint32_t drift_sigs;       /* PROPHET_DRIFT_* bits: the signals off during that run */
     double recent[PROPHET_TRIAL_DRIFT_RECENT], recent_probe[PROPHET_TRIAL_DRIFT_RECENT];
     uint32_t n_recent, n_recent_probe;
     int restart;        /* a drift was seen: the next agreement begins a new round */
-    const char *reason; /* what drifted (static string) */
+    const char *reason; /* what drifted (prophet_drift_name of the run's signals) */
     int time_only;      /* the restart's drift was the iteration time's alone */
     uint32_t n_skipped; /* candidates the current round left out (a narrowed restart) */
     uint32_t far_mask;  /* bit c: left out of the current round (kept out of the next narrowed) */
 } prophet_trials_t;
 
 const char *prophet_cand_name(uint32_t cand); /* "optimal", ..., "none" */
+/* The signals a drift check watches (prophet_trials_t.drift_sigs). */
+#define PROPHET_DRIFT_TIME 1u    /* the kept plan's iteration time */
+#define PROPHET_DRIFT_PROBE 2u   /* the eBPF throughput */
+#define PROPHET_DRIFT_PROFILE 4u /* the profile's backward span */
+/* "iteration time", "iteration time and profile", ...: the signals in sigs, for the logs. */
+const char *prophet_drift_name(uint32_t sigs);
 /* The candidate's plan: its policy (opts' other fields) under net, or under the altered net. */
 int prophet_cand_plan(uint32_t cand, const prophet_planner_opts_t *opts,
                       const prophet_profile_t *profile, const prophet_net_t *net,

@@ -149,7 +149,9 @@ info:*)
 each:*)
     re=${check#each:}
     n=$(grep -Ec "prophet: INFO .*$re" "$out")
-    [ "$n" -ge "$ranks" ] || fail "$n INFO lines matching '$re' for $ranks ranks"
+    # on a miss, what the ranks said instead (the regex less its last word)
+    [ "$n" -ge "$ranks" ] || fail "$n INFO lines matching '$re' for $ranks ranks; the" \
+        "lines matching '${re% *}':$(printf '\n'; grep -E "prophet: INFO .*${re% *}" "$out" | head -n 8)"
     echo "$n INFO lines matching '$re' for $ranks ranks" ;;
 once:*)
     re=${check#once:}

@@ -12,7 +12,9 @@
  * host wait for the broadcast, on this thread): its waits must not invalidate it either; (4) one
  * during which a second comm makes its first call, which sets it up (pinned host memory, the
  * setup vote's wait): nor that; (5) one around that comm's destroy (the preload waits for its
- * internal stream and collects its records): nor that. */
+ * internal stream and collects its records): nor that. preload.capture_gate_fault runs it with a
+ * block's gate write failing during (3): the host wait that stands in for the gate must not
+ * invalidate the capture either. */
 #include <time.h>
 
 #include <emu_cuda.h>
@@ -131,5 +133,6 @@ static int pt_rank(int rank, int nranks, const ncclUniqueId *id)
 
 int main(void)
 {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* in order with the preload's and the fault's lines */
     return pt_run_ranks(1, pt_rank);
 }

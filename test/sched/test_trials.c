@@ -222,9 +222,17 @@ static void test_drift(void)
     static const uint32_t two[] = {PROPHET_CAND_OPTIMAL, PT};
     static const double probe_ok = 1e8;
     prophet_trials_t t;
+    /* one signal each, then the iteration time with the throughput (a host that slows down: the
+     * same bytes in longer iterations; scripts/bench.py's ResNet-50 DDP at 4 ranks under six
+     * `yes` loads, 70 to 123 ms) */
+    static const uint32_t sigs[] = {PROPHET_DRIFT_TIME, PROPHET_DRIFT_PROBE, PROPHET_DRIFT_PROFILE,
+                                    PROPHET_DRIFT_TIME | PROPHET_DRIFT_PROBE};
+    static const char *const names[] = {"iteration time", "network throughput (eBPF)", "profile",
+                                        "iteration time and network throughput (eBPF)"};
     prophet_plan_trial_t d;
 
-    for (int what = 0; what < 3; what++) {
+    for (int what = 0; what < 4; what++) {
+        uint32_t sig = sigs[what];
         prophet_trials_init(&t);
         CHECK(prophet_trials_begin(&t, two, 2) == 0);
         prophet_trials_decide(&t, &d);
@@ -250,22 +258,26 @@ static void test_drift(void)
         CHECK(!prophet_trials_wants_round(&t));
         /* a burst shorter than the persistence rule: kept */
         for (int i = 0; i < PROPHET_TRIAL_DRIFT_LASTS - 1; i++)
-            prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, what == 0 ? 1300 : 1000,
-                                  what == 1 ? probe_ok / 4 : probe_ok, what == 2 ? 1100 : 800);
+            prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, sig & PROPHET_DRIFT_TIME ? 1300 : 1000,
+                                  sig & PROPHET_DRIFT_PROBE ? probe_ok / 4 : probe_ok,
+                                  sig & PROPHET_DRIFT_PROFILE ? 1100 : 800);
         CHECKF(!prophet_trials_wants_round(&t), "drift %d: a burst restarted the trials", what);
         for (int i = 0; i < PROPHET_TRIAL_DRIFT_RECENT; i++)
             prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, 1000, probe_ok, 800);
         /* a lasting drift: seen within the bound */
         int seen = -1;
         for (int i = 0; i < 3 * PROPHET_TRIAL_DRIFT_LASTS && seen < 0; i++) {
-            prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, what == 0 ? 1300 : 1000,
-                                  what == 1 ? probe_ok / 4 : probe_ok, what == 2 ? 1100 : 800);
+            prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, sig & PROPHET_DRIFT_TIME ? 1300 : 1000,
+                                  sig & PROPHET_DRIFT_PROBE ? probe_ok / 4 : probe_ok,
+                                  sig & PROPHET_DRIFT_PROFILE ? 1100 : 800);
             if (prophet_trials_wants_round(&t))
                 seen = i + 1;
         }
         CHECKF(seen > 0 && seen <= PROPHET_TRIAL_DRIFT_RECENT / 2 + 1 + PROPHET_TRIAL_DRIFT_LASTS,
                "drift %d not seen (%d samples)", what, seen);
-        CHECK(t.reason != NULL);
+        CHECKF(t.reason && strcmp(t.reason, names[what]) == 0 && t.drift_sigs == sig &&
+                   t.time_only == (sig == PROPHET_DRIFT_TIME),
+               "drift %d: reason %s", what, t.reason ? t.reason : "none");
         CHECK(prophet_trials_begin(&t, two, 2) == 0);
         prophet_trials_decide(&t, &d);
         CHECK(d.phase == PROPHET_TRIAL_RUNNING && d.round == 2 && d.candidate == two[0]);
