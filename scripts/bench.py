@@ -35,8 +35,10 @@ Under a table with a default column and repeated runs, the noise: the runs of on
 coefficient of variation pooled over every cell, the standard error that gives a cell and the
 'default vs none' ratio, and that ratio pooled over the rows of each kind of pattern (per-call:
 per-tensor, per-param-sync; already fused: DDP, its bucket view, Horovod) as a geometric mean with
-a 95% interval; and the default's runs against the column of the plan each run's loop kept (the
-loop's own cost, its choice set aside). A bound of 0.99x on one row means little when the
+a 95% interval; the default's runs against the column of the plan each run's loop kept (the
+loop's own cost, its choice set aside); and, over the rows in which no plan is agreed (every
+preload column the same code), how often a column reads more than 3% above the best of the others
+(what noise alone does to a bound on the best column). A bound of 0.99x on one row means little when the
 ratio's own standard error is 2-3%; pooled over the 12 fused rows of docs/sweep/issue12.json the
 interval was 0.974-0.998x.
 """
@@ -494,12 +496,44 @@ def noise_summary(rows):
             continue
         out.append(f"Default vs none over the {len(sub)} {kind} row(s) ({', '.join(modes)}): "
                    f"{geometric_mean(sub)}; {sum(x < 0.99 for x in sub)} row(s) below 0.99x.\n")
+    same = same_code_ratios(rows)
+    if same:
+        miss = sum(x > SAME_CODE_BOUND for x in same)
+        out.append(f"Columns that run the same code (the {len(same) // len(PRELOAD_COLUMNS)} row(s) "
+                   f"in which no default run kept a plan: the comm never settled, no plan is agreed "
+                   f"under any policy, and the {len(PRELOAD_COLUMNS)} preload columns are one "
+                   f"preload): a column against the best of the other {len(PRELOAD_COLUMNS) - 1} "
+                   f"reads above {SAME_CODE_BOUND} in {miss} of {len(same)} cells "
+                   f"({100 * miss / len(same):.0f}%): a default exactly as fast as the best plan "
+                   f"would miss a {100 * (SAME_CODE_BOUND - 1):.0f}% bound on the best column in "
+                   f"about that share of rows by noise alone.\n")
     vs_kept = [v for v in (default_vs_kept(r) for r in rows) if v is not None]
     if vs_kept:
         out.append(f"The default against the column of the plan its loop kept (the same plan: the "
                    f"choice set aside, what is left is the loop's own cost, its trial and sampled "
                    f"iterations): over {len(vs_kept)} row(s) {geometric_mean(vs_kept)} (above 1: "
                    f"slower).\n")
+    return out
+
+
+# The preload's columns of a full row, and the bound of --check-best that issue 12 sets.
+PRELOAD_COLUMNS = ("default", "passthrough", "fusion", "buckets", "prophet", "optimal")
+SAME_CODE_BOUND = 1.03
+
+
+def same_code_ratios(rows):
+    """Each preload column against the lowest of the others, over the rows in which every default
+    run's loop kept nothing (an unsettled comm: Horovod's fused calls; no plan under any policy,
+    so every preload column runs the same code and their differences are the cells' noise)."""
+    out = []
+    for r in rows:
+        med = r.get("median_us", {})
+        stories = r.get("loop", [])
+        if not stories or any(re.search(r" kept \(", l) for st in stories for l in st) or \
+                any(c not in med for c in PRELOAD_COLUMNS):
+            continue
+        for c in PRELOAD_COLUMNS:
+            out.append(med[c] / min(med[o] for o in PRELOAD_COLUMNS if o != c))
     return out
 
 

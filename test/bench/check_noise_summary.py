@@ -5,7 +5,8 @@ of variation of exactly 1%), the per-call rows' 'default vs none' are 1.1 and 1.
 mean 1.1 x sqrt(1.1) = 1.154) and the already-fused rows' 0.98, 0.98 and 1.00 (geometric mean
 0.987, two rows below 0.99x); then rows whose default runs kept a plan that has a column of its
 own (fusion), one that has none (optimal-alpha4) or nothing, for the default against its kept
-column. Runs nothing.
+column; then unsettled rows (every preload column the same code), each column against the best
+of the others. Runs nothing.
 
   check_noise_summary.py
 """
@@ -71,8 +72,23 @@ def main():
     if not k or k.groups() != ("2", f"{math.sqrt(1.02 * 0.99):.3f}"):
         fail(f"default vs its kept column: got {k.groups() if k else None}, want "
              f"('2', '{math.sqrt(1.02 * 0.99):.3f}')", [text])
-    print("ok: the pooled spread, the standard errors, each kind's geometric mean and the default "
-          "against its kept column")
+    # columns that run the same code: rows whose default runs all kept nothing (unsettled), each
+    # preload column against the lowest of the other five; a row that kept a plan is left out
+    def unsettled(meds, kept=None):
+        r = row("horovod", 1.0)
+        r["median_us"] = dict(zip(bench.PRELOAD_COLUMNS, meds))
+        r["loop"] = [[f"comm 0 iteration 46: trial round 1: {kept} kept (1 us)"] if kept else []] * 3
+        return r
+    rows = [unsettled([100, 100, 104, 100, 100, 100]),  # fusion 1.04: above 1.03
+            unsettled([100, 100, 100, 100, 102, 100]),  # prophet 1.02: within
+            unsettled([100, 100, 110, 100, 100, 100], kept="passthrough")]  # a plan: left out
+    text = " ".join(bench.noise_summary(rows))
+    k = re.search(r"same code \(the (\d+) row\(s\).*?above 1.03 in (\d+) of (\d+) cells \((\d+)%\)",
+                  text)
+    if not k or k.groups() != ("2", "1", "12", "8"):
+        fail(f"same-code columns: got {k.groups() if k else None}, want ('2', '1', '12', '8')", [text])
+    print("ok: the pooled spread, the standard errors, each kind's geometric mean, the default "
+          "against its kept column and the same-code columns' misses")
 
 
 if __name__ == "__main__":
