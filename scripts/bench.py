@@ -36,7 +36,7 @@ coefficient of variation pooled over every cell, the standard error that gives a
 'default vs none' ratio, and that ratio pooled over the rows of each kind of pattern (per-call:
 per-tensor, per-param-sync; already fused: DDP, its bucket view, Horovod) as a geometric mean with
 a 95% interval; the default's runs against the column of the plan each run's loop kept (the
-loop's own cost, its choice set aside); and, over the rows in which no plan is agreed (every
+loop's own cost, its choice set aside), pooled and run by run by the plan kept; and, over the rows in which no plan is agreed (every
 preload column the same code), how often a column reads more than 3% above the best of the others
 (what noise alone does to a bound on the best column). A bound of 0.99x on one row means little when the
 ratio's own standard error is 2-3%; pooled over the 12 fused rows of docs/sweep/issue12.json the
@@ -513,6 +513,23 @@ def noise_summary(rows):
                    f"choice set aside, what is left is the loop's own cost, its trial and sampled "
                    f"iterations): over {len(vs_kept)} row(s) {geometric_mean(vs_kept)} (above 1: "
                    f"slower).\n")
+    by_kept = runs_vs_kept(rows)
+    if by_kept:
+        parts = [f"{k} {len(v)} run(s) {geometric_mean(v)}" if len(v) > 1 else
+                 f"{k} 1 run {v[0]:.3f}x" for k, v in sorted(by_kept.items(), key=lambda kv: -len(kv[1]))]
+        out.append(f"The same, run by run, by the plan kept (each default run against the median of "
+                   f"its kept plan's column): {'; '.join(parts)}.\n")
+    return out
+
+
+def runs_vs_kept(rows):
+    """{kept column: [default run / the median of that column, ...]} over every row."""
+    out = {}
+    for r in rows:
+        runs = r.get("runs_us", {})
+        for d, k in zip(runs.get("default", []), kept_columns(r)):
+            if k:
+                out.setdefault(k, []).append(d / statistics.median(runs[k]))
     return out
 
 

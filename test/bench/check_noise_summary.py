@@ -72,6 +72,12 @@ def main():
     if not k or k.groups() != ("2", f"{math.sqrt(1.02 * 0.99):.3f}"):
         fail(f"default vs its kept column: got {k.groups() if k else None}, want "
              f"('2', '{math.sqrt(1.02 * 0.99):.3f}')", [text])
+    # run by run, by the plan kept: fusion's runs 1.01, 1.02, 1.10 and 0.99; optimal-alpha4 has no
+    # column of its own
+    k = re.search(r"by the plan kept .*?fusion 4 run\(s\) geometric mean ([0-9.]+)x", text)
+    want = f"{(1.01 * 1.02 * 1.10 * 0.99) ** 0.25:.3f}"
+    if not k or k.group(1) != want or "optimal-alpha4" in text.split("by the plan kept")[1]:
+        fail(f"by the plan kept: got {k.group(1) if k else None}, want fusion {want}", [text])
     # columns that run the same code: rows whose default runs all kept nothing (unsettled), each
     # preload column against the lowest of the other five; a row that kept a plan is left out
     def unsettled(meds, kept=None):
@@ -88,7 +94,7 @@ def main():
     if not k or k.groups() != ("2", "1", "12", "8"):
         fail(f"same-code columns: got {k.groups() if k else None}, want ('2', '1', '12', '8')", [text])
     print("ok: the pooled spread, the standard errors, each kind's geometric mean, the default "
-          "against its kept column and the same-code columns' misses")
+          "against its kept column (pooled and by plan) and the same-code columns' misses")
 
 
 if __name__ == "__main__":
