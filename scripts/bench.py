@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmarks on the emulated cluster: profiles x ranks x link bandwidth x framework mode, each run
+r"""Benchmarks on the emulated cluster: profiles x ranks x link bandwidth x framework mode, each run
 without the preload and with it under each policy, side by side from one run.
 
 Each cell runs build/bin/prophet-emu (real TCP sockets between rank processes, link pacing by the
@@ -36,11 +36,11 @@ coefficient of variation pooled over every cell, the standard error that gives a
 'default vs none' ratio, and that ratio pooled over the rows of each kind of pattern (per-call:
 per-tensor, per-param-sync; already fused: DDP, its bucket view, Horovod) as a geometric mean with
 a 95% interval; the default's runs against the column of the plan each run's loop kept (the
-loop's own cost, its choice set aside), pooled and run by run by the plan kept; and, over the rows in which no plan is agreed (every
-preload column the same code), how often a column reads more than 3% above the best of the others
-(what noise alone does to a bound on the best column). A bound of 0.99x on one row means little when the
-ratio's own standard error is 2-3%; pooled over the 12 fused rows of docs/sweep/issue12.json the
-interval was 0.974-0.998x.
+loop's own cost, its choice set aside), pooled and run by run by the plan kept; and, over the rows
+in which no plan is agreed (every preload column the same code), how often a column reads more
+than 3% above the best of the others (what noise alone does to a bound on the best column). A
+bound of 0.99x on one row means little when the ratio's own standard error is 2-3%; pooled over
+the 12 fused rows of docs/sweep/issue12.json the interval was 0.974-0.998x.
 """
 import argparse
 import datetime
@@ -526,10 +526,8 @@ def runs_vs_kept(rows):
     """{kept column: [default run / the median of that column, ...]} over every row."""
     out = {}
     for r in rows:
-        runs = r.get("runs_us", {})
-        for d, k in zip(runs.get("default", []), kept_columns(r)):
-            if k:
-                out.setdefault(k, []).append(d / statistics.median(runs[k]))
+        for k, x in run_ratios_vs_kept(r):
+            out.setdefault(k, []).append(x)
     return out
 
 
@@ -545,9 +543,8 @@ def same_code_ratios(rows):
     out = []
     for r in rows:
         med = r.get("median_us", {})
-        stories = r.get("loop", [])
-        if not stories or any(re.search(r" kept \(", l) for st in stories for l in st) or \
-                any(c not in med for c in PRELOAD_COLUMNS):
+        kept = kept_plans(r)
+        if not kept or any(kept) or any(c not in med for c in PRELOAD_COLUMNS):
             continue
         for c in PRELOAD_COLUMNS:
             out.append(med[c] / min(med[o] for o in PRELOAD_COLUMNS if o != c))
@@ -563,23 +560,35 @@ def geometric_mean(ratios):
             f"{math.exp(m + half):.3f}x")
 
 
+def kept_plans(row):
+    """The candidate each default run's loop kept last (None where it kept none: an unsettled
+    comm), from the run's INFO lines."""
+    out = []
+    for story in row.get("loop", []):
+        kept = [m.group(1) for m in (re.search(r"trial round \d+: (\S+) kept \(", l) for l in story) if m]
+        out.append(kept[-1] if kept else None)
+    return out
+
+
 def kept_columns(row):
     """The column of the plan each default run's loop kept last; None where it kept none (an
     unsettled comm) or a candidate that has no column of its own (optimal-alpha4, ...)."""
     cols = row.get("runs_us", {})
-    out = []
-    for story in row.get("loop", []):
-        kept = [m.group(1) for m in (re.search(r"trial round \d+: (\S+) kept \(", l) for l in story) if m]
-        out.append(kept[-1] if kept and kept[-1] in cols and kept[-1] != "default" else None)
-    return out
+    return [k if k in cols and k != "default" else None for k in kept_plans(row)]
+
+
+def run_ratios_vs_kept(row):
+    """(kept column, default run / the median of that column) for each run that kept a plan that
+    has a column."""
+    runs = row.get("runs_us", {})
+    return [(k, d / statistics.median(runs[k]))
+            for d, k in zip(runs.get("default", []), kept_columns(row)) if k]
 
 
 def default_vs_kept(row):
     """The median over the default's runs of run / (the median of the kept plan's column), or
     None when no run kept a plan that has a column."""
-    runs = row.get("runs_us", {})
-    ratios = [d / statistics.median(runs[k])
-              for d, k in zip(runs.get("default", []), kept_columns(row)) if k]
+    ratios = [x for _, x in run_ratios_vs_kept(row)]
     return statistics.median(ratios) if ratios else None
 
 

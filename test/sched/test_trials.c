@@ -223,8 +223,8 @@ static void test_drift(void)
     static const double probe_ok = 1e8;
     prophet_trials_t t;
     /* one signal each, then the iteration time with the throughput (a host that slows down: the
-     * same bytes in longer iterations; scripts/bench.py's ResNet-50 DDP at 4 ranks under six
-     * `yes` loads, 70 to 123 ms) */
+     * same bytes in longer iterations; docs/benchmarks.md, 'A host that slows down': ResNet-50
+     * DDP at 4 ranks under six `yes` loads, 70 to 124 ms) */
     static const uint32_t sigs[] = {PROPHET_DRIFT_TIME, PROPHET_DRIFT_PROBE, PROPHET_DRIFT_PROFILE,
                                     PROPHET_DRIFT_TIME | PROPHET_DRIFT_PROBE};
     static const char *const names[] = {"iteration time", "network throughput (eBPF)", "profile",
