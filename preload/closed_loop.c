@@ -17,6 +17,7 @@
  * bookkeeping and the eBPF probe (a probe per rank measured 1-6% of an emulated job's iteration
  * time: docs/benchmarks.md, issue 12's sweep). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +34,8 @@ int prophet_loop_on(void)
 void prophet_loop_reset(prophet_comm_t *c)
 {
     c->loop.in_force = PROPHET_CAND_NONE;
+    c->loop.kept_cand = PROPHET_CAND_NONE;
+    c->loop.inc_valid = 0;
     c->loop.direct = 0;
     c->loop.chosen = 0;
     c->loop.iter_start_us = 0;
@@ -68,6 +71,11 @@ void prophet_loop_iter_mark(prophet_comm_t *c, uint64_t iteration)
 {
     int broadcast_here = c->agree.plan_pending && c->loop.agree_iter == iteration;
 
+    /* every rank: the share of iterations run under a trial plan other than the kept one */
+    if (c->agree.have_plan && c->loop.in_force != PROPHET_CAND_NONE) {
+        c->stats.iters++;
+        c->stats.trial_iters += !c->loop.chosen && c->loop.in_force != c->loop.kept_cand;
+    }
     c->loop.iter_cand = c->loop.in_force;
     c->loop.iter_clean = c->agree.have_plan && !c->order.measuring && !broadcast_here &&
                          c->loop.in_force != PROPHET_CAND_NONE;
@@ -85,25 +93,66 @@ static const uint32_t prophet_loop_order[PROPHET_CAND_COUNT] = {
     PROPHET_CAND_OPTIMAL_BW2,
 };
 
-/* The candidates of a new round, in trial order; a candidate whose plan (made now) partitions the
- * calls like an earlier one's is left out (it would measure the same). */
+/* The candidates of a new round, in trial order. Each plan is made now from the fit of the
+ * moment, but the incumbent's (inc: the candidate kept before, PROPHET_CAND_NONE in the first
+ * round) is the plan as it was agreed, plans[PROPHET_CAND_COUNT]: never made again, never left
+ * out. A candidate whose plan partitions the calls like the incumbent's or an earlier one's is
+ * one candidate with it (it would measure the same): *alias gets bit c for each name merged. */
 static uint32_t prophet_loop_candidates(const prophet_planner_opts_t *po,
                                         const prophet_profile_t *prof, const prophet_net_t *net,
-                                        prophet_plan_t *plans, uint32_t *out)
+                                        prophet_plan_t *plans, uint32_t inc, uint32_t *out,
+                                        uint32_t *alias)
 {
     uint32_t n = 0;
 
+    *alias = 0;
+    if (inc < PROPHET_CAND_COUNT)
+        plans[inc] = plans[PROPHET_CAND_COUNT];
     for (uint32_t k = 0; k < PROPHET_CAND_COUNT; k++) {
         uint32_t c = prophet_loop_order[k];
         int dup = 0;
-        if (prophet_cand_plan(c, po, prof, net, &plans[c]) != 0)
-            continue;
-        for (uint32_t i = 0; i < n && !dup; i++)
-            dup = prophet_plan_same_blocks(&plans[out[i]], &plans[c]);
-        if (!dup)
+        if (c != inc) {
+            if (prophet_cand_plan(c, po, prof, net, &plans[c]) != 0)
+                continue;
+            dup = inc < PROPHET_CAND_COUNT && prophet_plan_same_blocks(&plans[inc], &plans[c]);
+            for (uint32_t i = 0; i < n && !dup; i++)
+                dup = prophet_plan_same_blocks(&plans[out[i]], &plans[c]);
+        }
+        if (dup)
+            *alias |= 1u << c;
+        else
             out[n++] = c;
     }
     return n;
+}
+
+/* Writes the names of cands[0..n) into buf from len on, comma-separated; the new length. */
+static size_t prophet_loop_names(char *buf, size_t size, size_t len, const uint32_t *cands,
+                                 uint32_t n)
+{
+    for (uint32_t i = 0; i < n && len < size; i++)
+        len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? ", " : "",
+                                prophet_cand_name(cands[i]));
+    return len < size ? len : size - 1;
+}
+
+/* One INFO line per round: its candidates, the names merged into them, the incumbent. */
+static void prophet_loop_log_round(const prophet_comm_t *c, const uint32_t *cands, uint32_t n,
+                                   uint32_t alias, uint32_t inc)
+{
+    char tried[160] = "", merged[160] = "";
+    uint32_t same[PROPHET_CAND_COUNT], m = 0;
+
+    for (uint32_t k = 0; k < PROPHET_CAND_COUNT; k++)
+        if (alias & (1u << k))
+            same[m++] = k;
+    prophet_loop_names(tried, sizeof(tried), 0, cands, n);
+    prophet_loop_names(merged, sizeof(merged), 0, same, m);
+    prophet_msg(PROPHET_LOG_INFO, "comm %lu: trial round %u: candidates %s%s%s%s%s",
+                (unsigned long)c->id, c->loop.trials->round, tried,
+                inc < PROPHET_CAND_COUNT ? "; incumbent " : "",
+                inc < PROPHET_CAND_COUNT ? prophet_cand_name(inc) : "",
+                m ? "; same blocks as one of these: " : "", merged);
 }
 
 /* The loop's state on rank 0, made at its first plan: 0, or -ENOMEM. */
@@ -112,7 +161,7 @@ static int prophet_loop_alloc(prophet_comm_t *c)
     if (c->loop.trials)
         return 0;
     c->loop.trials = malloc(sizeof(*c->loop.trials));
-    c->loop.plans = calloc(PROPHET_CAND_COUNT, sizeof(*c->loop.plans));
+    c->loop.plans = calloc(PROPHET_CAND_COUNT + 1, sizeof(*c->loop.plans));
     if (!c->loop.trials || !c->loop.plans) {
         free(c->loop.trials);
         free(c->loop.plans);
@@ -128,21 +177,31 @@ int prophet_loop_plan(prophet_comm_t *c, const prophet_planner_opts_t *po,
                       const prophet_profile_t *prof, const prophet_net_t *net, prophet_plan_t *out)
 {
     prophet_plan_trial_t d;
-    uint32_t cands[PROPHET_CAND_COUNT], n;
+    prophet_trials_t *t;
+    uint32_t cands[PROPHET_CAND_COUNT], n, alias, inc;
 
     if (prophet_loop_alloc(c) != 0)
         return prophet_plan_make(po, prof, net, out);
-    if (c->loop.trials->phase != PROPHET_TRIAL_OFF && c->loop.plans_calls != prof->n_calls) {
-        /* the round's plans were made for another profile: a new round, every candidate */
-        c->loop.trials->restart = 1;
-        c->loop.trials->time_only = 0;
+    t = c->loop.trials;
+    if (t->phase != PROPHET_TRIAL_OFF && c->loop.plans_calls != prof->n_calls) {
+        /* the round's plans were made for another profile: a new round, every candidate, and
+         * no incumbent (its plan partitions other calls) */
+        t->restart = 1;
+        t->time_only = 0;
+        t->chosen = PROPHET_CAND_NONE;
+        c->loop.inc_valid = 0;
     }
-    if (prophet_trials_wants_round(c->loop.trials)) {
-        n = prophet_loop_candidates(po, prof, net, c->loop.plans, cands);
+    if (prophet_trials_wants_round(t)) {
+        inc = t->phase == PROPHET_TRIAL_CHOSEN && c->loop.inc_valid ? t->chosen : PROPHET_CAND_NONE;
+        if (inc == PROPHET_CAND_NONE)
+            t->chosen = PROPHET_CAND_NONE;
+        n = prophet_loop_candidates(po, prof, net, c->loop.plans, inc, cands, &alias);
         c->loop.plans_calls = prof->n_calls;
-        c->loop.plans_fixed = 0;
-        if (n == 0 || prophet_trials_begin(c->loop.trials, cands, n) != 0)
+        /* the incumbent's plan is the agreed one: never made again at its window */
+        c->loop.plans_fixed = inc < PROPHET_CAND_COUNT ? 1u << inc : 0;
+        if (n == 0 || prophet_trials_begin(t, cands, n) != 0)
             return prophet_plan_make(po, prof, net, out);
+        prophet_loop_log_round(c, t->order, t->n_order, alias, inc);
         if (c->loop.trials->n_skipped)
             prophet_msg(PROPHET_LOG_INFO,
                         "comm %lu: trial round %u: %u candidate(s) left out (more than %.0f%% "
@@ -182,6 +241,10 @@ int prophet_loop_plan(prophet_comm_t *c, const prophet_planner_opts_t *po,
     }
     *out = c->loop.plans[d.candidate];
     out->trial = d;
+    if (d.phase == PROPHET_TRIAL_CHOSEN) { /* the kept plan, as agreed: the next incumbent */
+        c->loop.plans[PROPHET_CAND_COUNT] = c->loop.plans[d.candidate];
+        c->loop.inc_valid = 1;
+    }
     return 0;
 }
 
@@ -193,6 +256,8 @@ void prophet_loop_installed(prophet_comm_t *c, const prophet_plan_t *plan, uint6
     c->loop.in_force = t->phase != PROPHET_TRIAL_OFF ? t->candidate : PROPHET_CAND_NONE;
     c->loop.direct = plan->policy == PROPHET_POLICY_PASSTHROUGH;
     c->loop.chosen = t->phase == PROPHET_TRIAL_CHOSEN;
+    if (c->loop.chosen)
+        c->loop.kept_cand = t->candidate;
     if (t->phase == PROPHET_TRIAL_OFF)
         return;
     if (t->judged != PROPHET_CAND_NONE)

@@ -71,7 +71,7 @@ void prophet_comm_created(ncclComm_t handle, int rank, int nranks, const ncclCon
         c->blocking = config->blocking != 0;
     c->passthrough = !c->blocking && prophet_cfg.gate == PROPHET_GATE_HOLD;
     c->order.last_index = UINT32_MAX;
-    c->loop.in_force = c->loop.iter_cand = PROPHET_CAND_NONE;
+    c->loop.in_force = c->loop.iter_cand = c->loop.kept_cand = PROPHET_CAND_NONE;
     c->id = atomic_fetch_add(&prophet_next_comm_id, 1);
     atomic_store(&c->alive, 1);
     head = atomic_load(&prophet_comms);
@@ -183,13 +183,14 @@ void prophet_comm_summary(prophet_comm_t *c, double poller_busy_hz)
     prophet_msg(PROPHET_LOG_INFO,
                 "summary comm %lu rank %d/%d: calls=%lu scheduled=%lu passthrough=%lu blocks=%lu "
                 "blocks>1=%lu mean_members=%.2f plans=%lu plan_rejects=%lu stall_warnings=%lu "
-                "observed=%lu poller_busy_hz=%.0f",
+                "observed=%lu poller_busy_hz=%.0f extras=%lu iters=%lu trial_iters=%lu",
                 (unsigned long)c->id, c->rank, c->nranks, (unsigned long)s->calls,
                 (unsigned long)s->scheduled, (unsigned long)s->passthrough,
                 (unsigned long)s->blocks, (unsigned long)s->blocks_multi,
                 s->blocks ? (double)s->block_members / (double)s->blocks : 0.0,
                 (unsigned long)s->plans, (unsigned long)s->plan_rejects,
-                (unsigned long)s->stall_warnings, (unsigned long)s->observed, poller_busy_hz);
+                (unsigned long)s->stall_warnings, (unsigned long)s->observed, poller_busy_hz,
+                (unsigned long)s->extras, (unsigned long)s->iters, (unsigned long)s->trial_iters);
 }
 
 /* A destroyed comm: once its last block completed, X and the pooled events go. The host memory

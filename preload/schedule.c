@@ -81,8 +81,10 @@ static uint32_t prophet_stable_iters_needed(void)
  * nothing is held (passthrough stays exact). */
 static int prophet_phase_anchored(const prophet_comm_t *c)
 {
+    int a = prophet_learner_anchored(c->models.learner);
+
     return c->order.iter_bytes > 0 &&
-           prophet_learner_anchored(c->models.learner) == PROPHET_LEARN_ANCHOR_BYTES;
+           (a == PROPHET_LEARN_ANCHOR_BYTES || a == PROPHET_LEARN_ANCHOR_TEMPLATE);
 }
 
 /* Learner and program-order bookkeeping: sets k's index and iteration. Returns the learner
@@ -147,10 +149,17 @@ static int prophet_observe(prophet_comm_t *c, prophet_call_t *k, int64_t ready_u
          * lock by chance and break again) */
         prophet_poller_want_probe();
         /* first plan: agree at the next iteration start (block mode: after measuring) */
-        if (p && !c->agree.have_plan && c->agree.next_agree_iter > k->iteration &&
-            prophet_cfg.gate != PROPHET_GATE_HOLD)
+        if (p && p->n_calls >= 2 && !c->agree.have_plan &&
+            c->agree.next_agree_iter > k->iteration && prophet_cfg.gate != PROPHET_GATE_HOLD)
             c->agree.next_agree_iter = k->iteration;
         prophet_logb_profile(c);
+    }
+    if (flags & PROPHET_LEARN_EXTRA) {
+        /* a call outside the iteration (a loss, a metric, an evaluation): not part of the agreed
+         * sequence, and the iteration it falls in is no clean sample of the plan in force */
+        c->stats.extras++;
+        c->loop.iter_clean = 0;
+        return flags;
     }
     /* comm_id is left out of the agreed hash: InitAll gives one process's ranks different ids */
     sig.comm_id = 0;
@@ -180,7 +189,7 @@ static void prophet_unsettled_step(prophet_comm_t *c, const prophet_call_t *k, i
     }
     if (o->unsettled)
         return;
-    if (k->index == UINT32_MAX)
+    if (k->index == UINT32_MAX && !(flags >= 0 && (flags & PROPHET_LEARN_EXTRA)))
         o->unplanned_search++;
     if (flags >= 0 && (flags & PROPHET_LEARN_RELEARN))
         o->unplanned_relearns++;
@@ -254,7 +263,7 @@ static ncclResult_t prophet_observed_call(prophet_comm_t *c, const prophet_call_
  * (program-order facts, equal on every rank; they change only at iteration starts). */
 static int prophet_holding(const prophet_comm_t *c)
 {
-    return c->order.iter_len && c->order.phase_ok &&
+    return c->order.iter_len >= 2 && c->order.phase_ok &&
            c->order.stable_iters >= prophet_stable_iters_needed();
 }
 
@@ -442,8 +451,14 @@ static ncclResult_t prophet_allreduce_in(prophet_comm_t *c, const void *sendbuff
     /* program-order release points before this call joins anything */
     if (c->blocks.pending.n &&
         (c->blocks.pending.stream != k.stream || flags < 0 ||
-         (flags & (PROPHET_LEARN_ITER_START | PROPHET_LEARN_RELEARN)) || !prophet_may_join(c, &k)))
+         (flags & (PROPHET_LEARN_ITER_START | PROPHET_LEARN_RELEARN | PROPHET_LEARN_EXTRA)) ||
+         !prophet_may_join(c, &k)))
         prophet_release_pending(c);
+    /* an extra call of the job (outside the learned iteration): after what is held, straight to
+     * NCCL, like any other collective (the same on every rank: the learner's flags are a
+     * function of the call sequence) */
+    if (flags >= 0 && (flags & PROPHET_LEARN_EXTRA))
+        goto passthrough;
     if (flags >= 0 && (flags & PROPHET_LEARN_ITER_START)) {
         prophet_loop_iter_start(c, k.arrival_us);
         prophet_agreement_step(c, k.iteration);
@@ -453,6 +468,11 @@ static ncclResult_t prophet_allreduce_in(prophet_comm_t *c, const void *sendbuff
         prophet_loop_iter_mark(c, k.iteration);
     }
     if (c->passthrough)
+        goto passthrough;
+    /* an iteration of one call (a tensor-parallel comm's all-reduces all alike): a block of one
+     * is the call itself, so nothing is held, measured or agreed on this comm (program-order
+     * data: the same on every rank) */
+    if (c->order.iter_len == 1 && k.index != UINT32_MAX && flags >= 0)
         goto passthrough;
     /* an agreed passthrough plan holds nothing: outside its sampled (measurement) iterations the
      * call goes straight to NCCL, with no event of ours (agreed data and program order only) */

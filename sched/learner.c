@@ -7,20 +7,30 @@
  *    Updating m[] costs maxc comparisons a call while searching (every call of a comm that never
  *    locks, like Horovod's): they read 32-bit keys in one forward pass, 4 periods at a time, and
  *    a candidate's run is recounted on the full 64-bit keys before it locks.
- *  - Locked, each call must equal the call one period earlier; the first mismatch breaks the lock
- *    (PROPHET_LEARN_RELEARN: profile dropped), the broken period's template (P and a
- *    rotation-invariant hash of its signatures) is rejected from then on, and the search resumes
- *    with m[] recomputed from the history. Rejection is what makes sub-periods harmless: a model
- *    of identical layers repeats one layer's signatures for a while, locks on it, breaks at the
- *    embeddings and never locks on that layer again, so the whole iteration locks next.
+ *  - Locked, each call is expected to be the template's next one. A call that is not is an
+ *    extra of the job (PROPHET_LEARN_EXTRA, index UINT32_MAX: a loss or metric all-reduce every
+ *    k steps, an evaluation phase, a barrier), and the lock stays, as long as the extras since
+ *    the current iteration began stay small (PROPHET_LEARN_EXTRA_SHARE of an iteration's bytes,
+ *    PROPHET_LEARN_EXTRA_CALLS calls). Real loops have such calls at intervals no learning
+ *    window sees twice, so the iteration must not be their super-period. Past those bounds the
+ *    lock breaks (PROPHET_LEARN_RELEARN: profile dropped) and the search resumes with m[]
+ *    recomputed from the history. A lock that broke before it was trusted (a sub-period) has
+ *    its template (P and a rotation-invariant hash of its signatures) rejected from then on:
+ *    rejection is what makes sub-periods harmless: a model of identical layers repeats one
+ *    layer's signatures for a while, locks on it, breaks at the embeddings (large calls, no
+ *    extras) and never locks on that layer again, so the whole iteration locks next. A trusted
+ *    lock's template is kept instead: when the job comes back to it (after an evaluation phase
+ *    with large calls, a few odd steps), it locks again in the phase it had.
  *  - Phase: the periodic region found from m[P] starts at s. PyTorch DDP's first iteration has
  *    other buckets, possibly with a tail equal to the later ones, so s may sit inside the first
  *    stable iteration; but every iteration all-reduces the same gradients, so the first
  *    iteration carries the same total bytes as one period. The boundary is the position in
  *    [s, s + P) at which the bytes since the first call ever observed are a whole number of
- *    periods (unique: bytes are positive); else, when only the first period differs, the one
- *    a whole number of periods' calls from the first call; else s itself, reported unanchored
- *    (prophet_learner_anchored()). The anchor is always the first call, on every lock: the
+ *    periods (unique: bytes are positive); then the same with the tiny calls that are not the
+ *    iteration's left out of the bytes (a barrier before the first iteration, a loss logged
+ *    before the lock); else, when only the first period differs, the one a whole number of
+ *    periods' calls from the first call; else s itself, reported unanchored
+ *    (prophet_learner_anchored()). A trusted template that comes back keeps its phase. The anchor is always the first call, on every lock: the
  *    phase of a broken lock (a sub-period of equal-sized tensors, say) says nothing about where
  *    iterations start. A clean stream (first iteration like the others) gives 0.
  *
@@ -73,7 +83,18 @@ struct prophet_learner {
     uint32_t lock_iters;  /* iteration starts since the current lock */
     int have_trusted;     /* a trusted lock broke: its last iteration start anchors the next */
     uint64_t trusted_cum; /* bytes before that iteration start */
+    uint64_t trusted_pos; /* its position */
     uint64_t iter;
+    /* the locked template's keys in iteration order, and sorted (membership) */
+    uint64_t *tkey, *tkey_sorted;
+    uint64_t period_bytes;
+    /* extras since the current iteration began (calls the lock tolerated, PROPHET_LEARN_EXTRA) */
+    uint64_t ex_bytes, ex_calls, extras;
+    /* the last trusted template that broke without being rejected: a relock on it keeps its
+     * phase (the job's iterations start where its template starts) */
+    uint64_t kept_hash;
+    uint32_t kept_P;
+    uint64_t *kept_keys;
     /* rejected templates */
     uint64_t rej[MAX_REJECT];
     uint32_t n_rej, rej_head;
@@ -140,10 +161,13 @@ prophet_learner_t *prophet_learner_new(const prophet_learner_opts_t *opts)
     l->win = calloc((size_t)l->w * l->maxc, sizeof(*l->win));
     l->profile = calloc(1, sizeof(*l->profile));
     l->tmpl = calloc(l->maxc, sizeof(*l->tmpl));
+    l->tkey = calloc(l->maxc, sizeof(*l->tkey));
+    l->tkey_sorted = calloc(l->maxc, sizeof(*l->tkey_sorted));
+    l->kept_keys = calloc(l->maxc, sizeof(*l->kept_keys));
     l->scratch = calloc(big, sizeof(double));
     l->scratch2 = calloc(big, sizeof(double));
-    if (!l->hist || !l->skey || !l->m || !l->win || !l->profile || !l->tmpl || !l->scratch ||
-        !l->scratch2) {
+    if (!l->hist || !l->skey || !l->m || !l->win || !l->profile || !l->tmpl || !l->tkey ||
+        !l->tkey_sorted || !l->kept_keys || !l->scratch || !l->scratch2) {
         prophet_learner_free(l);
         return NULL;
     }
@@ -160,6 +184,9 @@ void prophet_learner_free(prophet_learner_t *l)
     free(l->win);
     free(l->profile);
     free(l->tmpl);
+    free(l->tkey);
+    free(l->tkey_sorted);
+    free(l->kept_keys);
     free(l->scratch);
     free(l->scratch2);
     free(l);
@@ -405,21 +432,86 @@ static int finish_iteration(prophet_learner_t *l)
     return flags;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* Whether key h is one of the locked template's (tkey_sorted holds its P keys). */
+static int in_template(const prophet_learner_t *l, uint32_t P, uint64_t h)
+{
+    return bsearch(&h, l->tkey_sorted, P, sizeof(h), cmp_u64) != NULL;
+}
+
+/* A relock on the template of a trusted lock that broke (an evaluation phase longer than the
+ * extras allowance, say): the iteration starts where that template started. */
+static int kept_phase(const prophet_learner_t *l, uint32_t P, uint64_t s, uint64_t *q_out)
+{
+    uint64_t t = l->pos - 1;
+
+    if (!l->kept_hash || l->kept_P != P || template_hash(l, t, P) != l->kept_hash)
+        return 0;
+    for (uint64_t q = s; q < s + P && q + P - 1 <= t; q++) {
+        uint32_t j = 0;
+
+        while (j < P && H(l, q + j)->h == l->kept_keys[j])
+            j++;
+        if (j == P) {
+            *q_out = q;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Bytes rule with the job's tiny extra calls left out (a barrier before the first iteration, a
+ * loss or metric all-reduce between two): counted from position ref (the first call ever, or the
+ * broken trusted lock's last iteration start) when it is still in the history. A call is a tiny
+ * extra when its key is not the template's and it carries less than 1/PROPHET_LEARN_TINY of a
+ * period's bytes (DDP's first-iteration buckets, which are no extras, are larger). */
+static int tiny_extras_phase(const prophet_learner_t *l, uint32_t P, uint64_t s, uint64_t ref,
+                             uint64_t period_bytes, uint64_t *q_out)
+{
+    uint64_t excl = 0, base;
+
+    if (ref < oldest(l) || ref > s || period_bytes == 0)
+        return 0;
+    base = H(l, ref)->cum;
+    for (uint64_t q = ref; q < s + P; q++) {
+        const hist_ent_t *e = H(l, q);
+
+        if (q >= s && (e->cum - base - excl) % period_bytes == 0) {
+            *q_out = q;
+            return 1;
+        }
+        if (e->sig.bytes < period_bytes / PROPHET_LEARN_TINY && !in_template(l, P, e->h))
+            excl += e->sig.bytes;
+    }
+    return 0;
+}
+
 /* The first call of an iteration for a period P found periodic from position s on (s <= t + 1 - 3P,
  * so [s, s + P) is in the history). Anchored on the first call ever observed, never on an earlier
  * lock: a broken lock may have been a sub-period, whose phase says nothing about the iteration.
+ *  - template: a trusted template that broke and comes back keeps its phase.
  *  - bytes: the q in [s, s + P) with a whole number of periods' bytes before it. Within the
  *    periodic run the bytes before q grow by one period's bytes every P calls, so this tests
  *    every phase; q is unique when calls carry bytes (the window's cumulative bytes span less
  *    than one period). It holds for a clean stream and for DDP's first iteration (other buckets,
- *    same bytes).
+ *    same bytes); then the same with the job's tiny extra calls left out (tiny_extras_phase).
  *  - calls: else, when the run starts within the first period (s <= P: only the first period's
  *    sizes differ), the q in [s, s + P) with a whole number of periods' calls before it.
  *  - else s itself, unanchored (e.g. after a genuine change of the sequence). */
 static uint64_t phase_of(prophet_learner_t *l, uint32_t P, uint64_t s)
 {
-    uint64_t t = l->pos - 1, q, period_bytes = l->total_bytes - H(l, t + 1 - P)->cum;
+    uint64_t q, period_bytes = l->period_bytes;
 
+    if (kept_phase(l, P, s, &q)) {
+        l->anchor = PROPHET_LEARN_ANCHOR_TEMPLATE;
+        return q;
+    }
     /* After a genuine change of the sequence (a trusted lock broke), the job's iterations start
      * again at the broken lock's last iteration start: bytes are counted from there. */
     for (q = s; l->have_trusted && period_bytes > 0 && q < s + P; q++) {
@@ -434,6 +526,10 @@ static uint64_t phase_of(prophet_learner_t *l, uint32_t P, uint64_t s)
             l->anchor = PROPHET_LEARN_ANCHOR_BYTES;
             return q;
         }
+    }
+    if (tiny_extras_phase(l, P, s, l->have_trusted ? l->trusted_pos : 0, period_bytes, &q)) {
+        l->anchor = PROPHET_LEARN_ANCHOR_BYTES;
+        return q;
     }
     if (s <= P) {
         l->anchor = PROPHET_LEARN_ANCHOR_CALLS;
@@ -452,6 +548,10 @@ static int lock(prophet_learner_t *l, uint32_t P)
     s = t + 1 - l->m[P] - P;
     if (s < lo)
         s = lo;
+    for (j = 0; j < P; j++) /* the template's keys, for membership (rotation-invariant) */
+        l->tkey_sorted[j] = H(l, t - j)->h;
+    qsort(l->tkey_sorted, P, sizeof(l->tkey_sorted[0]), cmp_u64);
+    l->period_bytes = l->total_bytes - H(l, t + 1 - P)->cum;
     k = phase_of(l, P, s);
     l->locked = 1;
     l->lock_iters = 0;
@@ -459,8 +559,13 @@ static int lock(prophet_learner_t *l, uint32_t P)
     l->idx = (uint32_t)((t - k) % P);
     l->phase_start = t - l->idx;
     l->tmpl_hash = template_hash(l, t, P);
-    for (j = 0; j < P; j++)
-        l->tmpl[j] = H(l, t - (l->idx + P - j) % P)->sig;
+    for (j = 0; j < P; j++) {
+        const hist_ent_t *e = H(l, t - (l->idx + P - j) % P);
+
+        l->tmpl[j] = e->sig;
+        l->tkey[j] = e->h;
+    }
+    l->ex_bytes = l->ex_calls = 0;
     l->iter += l->w; /* fresh numbers, with room for the iterations found in the history */
     l->ready = 0;
     l->done_iters = l->since_build = 0;
@@ -490,19 +595,49 @@ static int lock(prophet_learner_t *l, uint32_t P)
     return flags;
 }
 
+/* Drops the lock. A lock anchored by bytes (or by a kept template) that held for
+ * PROPHET_LEARN_TRUSTED_ITERS iterations was the job's iteration, not a sub-period: its last
+ * iteration start is a true boundary, and its template is kept (not rejected), so that the job's
+ * iteration locks again, in the same phase, when it comes back (after an evaluation phase, a
+ * checkpoint, a few odd steps). An untrusted lock was a sub-period or chance: its template is
+ * rejected for good. */
 static void unlock(prophet_learner_t *l)
 {
-    /* A lock anchored by bytes that held for PROPHET_LEARN_TRUSTED_ITERS iterations was the job's
-     * iteration, not a sub-period: its last iteration start is a true boundary. */
-    if (l->anchor == PROPHET_LEARN_ANCHOR_BYTES && l->lock_iters >= PROPHET_LEARN_TRUSTED_ITERS) {
+    int trusted =
+        (l->anchor == PROPHET_LEARN_ANCHOR_BYTES || l->anchor == PROPHET_LEARN_ANCHOR_TEMPLATE) &&
+        l->lock_iters >= PROPHET_LEARN_TRUSTED_ITERS;
+
+    if (trusted) {
         l->have_trusted = 1;
         l->trusted_cum = H(l, l->phase_start)->cum;
+        l->trusted_pos = l->phase_start;
+        l->kept_hash = l->tmpl_hash;
+        l->kept_P = l->period;
+        memcpy(l->kept_keys, l->tkey, sizeof(l->tkey[0]) * l->period);
+    } else {
+        reject(l, l->tmpl_hash);
     }
-    reject(l, l->tmpl_hash);
     l->locked = 0;
     l->anchor = 0;
     l->ready = 0;
     recompute_runs(l);
+}
+
+/* Locked, a call that is not the next one of the template: an extra call of the job (a loss or
+ * metric all-reduce every k steps, an evaluation phase) as long as the extras since the current
+ * iteration began carry at most 1/PROPHET_LEARN_EXTRA_SHARE of a period's bytes and number at
+ * most PROPHET_LEARN_EXTRA_CALLS; past that the core itself changed (or the lock was a
+ * sub-period of identical layers, whose other calls are large). A function of the signatures
+ * only, like every flag. */
+static int extra_tolerated(const prophet_learner_t *l, const prophet_call_sig_t *sig)
+{
+    return (l->ex_bytes + sig->bytes) * PROPHET_LEARN_EXTRA_SHARE <= l->period_bytes &&
+           l->ex_calls < PROPHET_LEARN_EXTRA_CALLS;
+}
+
+uint64_t prophet_learner_extras(const prophet_learner_t *l)
+{
+    return l ? l->extras : 0;
 }
 
 int prophet_learner_observe(prophet_learner_t *l, const prophet_call_sig_t *sig, int64_t ready_us,
@@ -528,13 +663,16 @@ int prophet_learner_observe(prophet_learner_t *l, const prophet_call_sig_t *sig,
     skey_push(l, e->h);
 
     if (l->locked) {
-        if (t >= l->period && H(l, t - l->period)->h == e->h) {
-            l->idx = (l->idx + 1) % l->period;
+        uint32_t next = (l->idx + 1) % l->period;
+
+        if (e->h == l->tkey[next]) {
+            l->idx = next;
             if (l->idx == 0) {
                 l->lock_iters++;
                 flags |= finish_iteration(l) | PROPHET_LEARN_ITER_START;
                 l->iter++;
                 l->phase_start = t;
+                l->ex_bytes = l->ex_calls = 0;
                 slot_open(l, l->iter);
             }
             if (ready_us >= 0)
@@ -542,6 +680,12 @@ int prophet_learner_observe(prophet_learner_t *l, const prophet_call_sig_t *sig,
             if (index)
                 *index = l->idx;
             return flags;
+        }
+        if (extra_tolerated(l, sig)) {
+            l->ex_bytes += sig->bytes;
+            l->ex_calls++;
+            l->extras++;
+            return PROPHET_LEARN_EXTRA;
         }
         unlock(l);
         flags |= PROPHET_LEARN_RELEARN;

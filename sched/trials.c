@@ -108,11 +108,32 @@ uint32_t prophet_trials_choose(const double *fig, const double *mad, const uint3
     return best;
 }
 
+/* The incumbent's rule on top of prophet_trials_choose(): a challenger replaces the incumbent (the
+ * plan kept before this round, measured in it) only when it measured faster by more than the
+ * tie and the noise, as passthrough's rule demands of any plan that holds calls. */
+static uint32_t choose_inc(const prophet_trials_t *t, const uint32_t *nfig)
+{
+    uint32_t best = prophet_trials_choose(t->fig, t->fig_mad, nfig, PROPHET_CAND_COUNT,
+                                          PROPHET_TRIAL_TIE),
+             inc = t->incumbent;
+    double se_b, se_i;
+
+    if (best == PROPHET_CAND_NONE || inc >= PROPHET_CAND_COUNT || best == inc || nfig[inc] == 0 ||
+        t->fig[inc] < 0)
+        return best;
+    se_b = figure_se(t->fig_mad, nfig, best);
+    se_i = figure_se(t->fig_mad, nfig, inc);
+    if (t->fig[inc] <= t->fig[best] * (1 + PROPHET_TRIAL_TIE) +
+                           PROPHET_TRIAL_NOISE_Z * sqrt(se_b * se_b + se_i * se_i))
+        best = inc;
+    return best;
+}
+
 void prophet_trials_init(prophet_trials_t *t)
 {
     memset(t, 0, sizeof(*t));
     t->phase = PROPHET_TRIAL_OFF;
-    t->current = t->chosen = t->lead = t->runner = PROPHET_CAND_NONE;
+    t->current = t->chosen = t->lead = t->runner = t->incumbent = PROPHET_CAND_NONE;
     t->ref_probe = -1;
     for (uint32_t c = 0; c < PROPHET_CAND_COUNT; c++) {
         t->fig[c] = t->fig_probe[c] = -1;
@@ -139,14 +160,16 @@ static int worth_again(const prophet_trials_t *t, uint32_t c)
 
 int prophet_trials_begin(prophet_trials_t *t, const uint32_t *cands, uint32_t n)
 {
-    uint32_t round = t->round, order[PROPHET_CAND_COUNT], m = 0, far = 0;
-    int narrow = t->phase == PROPHET_TRIAL_CHOSEN && t->restart && t->time_only;
+    uint32_t round = t->round, order[PROPHET_CAND_COUNT], m = 0, far = 0, calm = t->calm;
+    uint32_t inc = t->phase == PROPHET_TRIAL_CHOSEN ? t->chosen : PROPHET_CAND_NONE;
+    int narrow = t->phase == PROPHET_TRIAL_CHOSEN && t->restart && t->time_only, has_inc = 0;
 
     if (!cands || n == 0 || n > PROPHET_CAND_COUNT)
         return -EINVAL;
     for (uint32_t i = 0; i < n; i++) {
         if (cands[i] >= PROPHET_CAND_COUNT)
             return -EINVAL;
+        has_inc |= cands[i] == inc;
         if (!narrow || worth_again(t, cands[i]))
             order[m++] = cands[i];
         else
@@ -156,12 +179,16 @@ int prophet_trials_begin(prophet_trials_t *t, const uint32_t *cands, uint32_t n)
         memcpy(order, cands, sizeof(cands[0]) * (m = n));
         far = 0;
     }
+    if (inc != PROPHET_CAND_NONE && !has_inc) /* every round measures the incumbent */
+        order[m++] = inc;
     prophet_trials_init(t);
+    t->incumbent = inc;
+    t->calm = calm;
     t->round = round + 1;
     t->phase = PROPHET_TRIAL_RUNNING;
     memcpy(t->order, order, sizeof(order[0]) * m);
     t->n_order = m;
-    t->n_skipped = n - m;
+    t->n_skipped = n + !has_inc * (inc != PROPHET_CAND_NONE) - m;
     t->far_mask = far;
     /* the first decide() of the round puts order[0] in force */
     return 0;
@@ -222,8 +249,16 @@ static uint32_t drift_now(prophet_trials_t *t, double backward_us)
     return sigs;
 }
 
-/* A drift must last PROPHET_TRIAL_DRIFT_LASTS consecutive samples (a loaded machine's bursts do
- * not restart the trials; a link that changed speed does). */
+uint32_t prophet_trials_drift_lasts(const prophet_trials_t *t)
+{
+    uint32_t calm = t->calm < PROPHET_TRIAL_CALM_MAX ? t->calm : PROPHET_TRIAL_CALM_MAX;
+
+    return PROPHET_TRIAL_DRIFT_LASTS << calm;
+}
+
+/* A drift must last PROPHET_TRIAL_DRIFT_LASTS consecutive samples, twice that after each
+ * restart in a row that kept the incumbent (prophet_trials_drift_lasts) (a loaded machine's bursts
+ * do not restart the trials; a link that changed speed does). */
 static void drift_check(prophet_trials_t *t, double backward_us)
 {
     uint32_t sigs = drift_now(t, backward_us);
@@ -232,7 +267,7 @@ static void drift_check(prophet_trials_t *t, double backward_us)
      * whole run's restart a full one */
     t->drift_sigs = sigs ? (t->drift_run ? t->drift_sigs : 0) | sigs : 0;
     t->drift_run = sigs ? t->drift_run + 1 : 0;
-    if (sigs && t->drift_run >= PROPHET_TRIAL_DRIFT_LASTS) {
+    if (sigs && t->drift_run >= prophet_trials_drift_lasts(t)) {
         t->restart = 1;
         t->time_only = t->drift_sigs == PROPHET_DRIFT_TIME;
         t->reason = prophet_drift_name(t->drift_sigs);
@@ -285,15 +320,16 @@ static int close_window(prophet_trials_t *t, prophet_plan_trial_t *out)
     return 1;
 }
 
-/* The first pass's runner-up to t->lead: the lowest other figure but passthrough's, if within
+/* The first pass's runner-up to t->lead: the lowest other figure but passthrough's and the
+ * incumbent's (timed again anyway), if within
  * PROPHET_TRIAL_NEAR of the leader's (PROPHET_CAND_NONE otherwise). */
 static uint32_t runner_up(const prophet_trials_t *t)
 {
     uint32_t r = PROPHET_CAND_NONE;
 
     for (uint32_t c = 0; c < PROPHET_CAND_COUNT; c++)
-        if (c != t->lead && c != PROPHET_CAND_PASSTHROUGH && t->nfig[c] > 0 && t->fig[c] >= 0 &&
-            (r == PROPHET_CAND_NONE || t->fig[c] < t->fig[r]))
+        if (c != t->lead && c != PROPHET_CAND_PASSTHROUGH && c != t->incumbent && t->nfig[c] > 0 &&
+            t->fig[c] >= 0 && (r == PROPHET_CAND_NONE || t->fig[c] < t->fig[r]))
             r = c;
     if (r != PROPHET_CAND_NONE && t->fig[r] > t->lead_us * (1 + PROPHET_TRIAL_NEAR))
         r = PROPHET_CAND_NONE;
@@ -308,10 +344,11 @@ static int confirm_begin(prophet_trials_t *t)
     const uint32_t pt = PROPHET_CAND_PASSTHROUGH;
     uint32_t lead;
 
+    uint32_t inc = t->incumbent;
+
     if (t->lead != PROPHET_CAND_NONE)
         return 0; /* confirmed already */
-    lead =
-        prophet_trials_choose(t->fig, t->fig_mad, t->nfig, PROPHET_CAND_COUNT, PROPHET_TRIAL_TIE);
+    lead = choose_inc(t, t->nfig);
     if (lead == PROPHET_CAND_NONE || lead == pt || t->nfig[pt] == 0)
         return 0;
     t->lead = lead;
@@ -321,6 +358,14 @@ static int confirm_begin(prophet_trials_t *t)
         t->runner_us = t->fig[t->runner];
     t->confirm_begun = 1;
     t->order[t->n_order++] = pt;
+    if (inc < PROPHET_CAND_COUNT && inc != lead && inc != pt && t->nfig[inc] > 0) {
+        /* a challenger leads: the incumbent is timed again beside it */
+        t->inc_timed = 1;
+        t->order[t->n_order++] = inc;
+        t->fig[inc] = -1;
+        t->nfig[inc] = 0;
+        t->fig_mad[inc] = 0;
+    }
     t->order[t->n_order++] = lead;
     t->fig[pt] = t->fig[lead] = -1; /* the fresh windows' figures replace these */
     t->nfig[pt] = t->nfig[lead] = 0;
@@ -335,7 +380,8 @@ static void confirmed_only(const prophet_trials_t *t, uint32_t *nfig)
     if (t->lead == PROPHET_CAND_NONE)
         return;
     for (uint32_t c = 0; c < PROPHET_CAND_COUNT; c++)
-        if (c != t->lead && c != PROPHET_CAND_PASSTHROUGH && !(t->runner_timed && c == t->runner))
+        if (c != t->lead && c != PROPHET_CAND_PASSTHROUGH && !(t->runner_timed && c == t->runner) &&
+            !(t->inc_timed && c == t->incumbent))
             nfig[c] = 0;
 }
 
@@ -349,9 +395,8 @@ static int runner_begin(prophet_trials_t *t)
     if (t->lead == PROPHET_CAND_NONE || r == PROPHET_CAND_NONE || t->runner_timed)
         return 0;
     confirmed_only(t, nfig);
-    if (prophet_trials_choose(t->fig, t->fig_mad, nfig, PROPHET_CAND_COUNT, PROPHET_TRIAL_TIE) !=
-        t->lead)
-        return 0; /* passthrough kept: the runner-up could only lose to it too */
+    if (choose_inc(t, nfig) != t->lead)
+        return 0; /* passthrough or the incumbent kept: the runner-up could only lose too */
     t->runner_timed = t->runner_begun = 1;
     t->order[t->n_order++] = r;
     t->fig[r] = -1; /* the fresh window's figure replaces it */
@@ -367,10 +412,12 @@ static void choose_kept(prophet_trials_t *t)
     uint32_t nfig[PROPHET_CAND_COUNT];
 
     confirmed_only(t, nfig);
-    t->chosen =
-        prophet_trials_choose(t->fig, t->fig_mad, nfig, PROPHET_CAND_COUNT, PROPHET_TRIAL_TIE);
+    t->chosen = choose_inc(t, nfig);
     if (t->chosen == PROPHET_CAND_NONE)
-        t->chosen = PROPHET_CAND_PASSTHROUGH; /* nothing measured: hold nothing */
+        t->chosen = t->incumbent < PROPHET_CAND_COUNT ? t->incumbent : PROPHET_CAND_PASSTHROUGH;
+    /* a restart that kept the incumbent changed nothing: the next one waits twice as long */
+    if (t->incumbent < PROPHET_CAND_COUNT)
+        t->calm = t->chosen == t->incumbent ? t->calm + 1 : 0;
     t->chosen_us = t->fig[t->chosen];
     t->base_us = t->ref_probe = t->ref_backward = -1; /* baselines: from now on */
     t->kept_for_us = 0;

@@ -36,6 +36,18 @@ typedef struct prophet_learner_opts {
 #define PROPHET_LEARN_ITER_START 0x1 /* this call is the first of an iteration */
 #define PROPHET_LEARN_READY 0x2      /* the profile just became ready (or was refreshed) */
 #define PROPHET_LEARN_RELEARN 0x4    /* the sequence changed: profile dropped, learning again */
+#define PROPHET_LEARN_EXTRA 0x8      /* locked, a call outside the iteration (index UINT32_MAX) */
+/* Extras: while a period is locked, a call that is not the next call of the iteration is the
+ * job's extra call (a loss or metric all-reduce every k steps, an evaluation phase, a barrier)
+ * and leaves the lock in place, as long as the extras since the current iteration began carry at
+ * most 1/PROPHET_LEARN_EXTRA_SHARE of an iteration's bytes and number at most
+ * PROPHET_LEARN_EXTRA_CALLS. Past either bound the iteration itself changed: the lock breaks
+ * (PROPHET_LEARN_RELEARN). */
+#define PROPHET_LEARN_EXTRA_SHARE 8
+#define PROPHET_LEARN_EXTRA_CALLS 65536
+/* A call before a lock that carries less than 1/PROPHET_LEARN_TINY of an iteration's bytes and is
+ * not one of the iteration's calls is left out of the bytes that anchor the phase. */
+#define PROPHET_LEARN_TINY 1024
 
 typedef struct prophet_step {
     uint32_t first, last; /* call indices, inclusive */
@@ -86,9 +98,15 @@ const prophet_profile_t *prophet_learner_profile(const prophet_learner_t *l);
  * the signature sequence only, like the boundaries. */
 #define PROPHET_LEARN_ANCHOR_BYTES 1
 #define PROPHET_LEARN_ANCHOR_CALLS 2
+/* ... or PROPHET_LEARN_ANCHOR_TEMPLATE: the template of a trusted lock that broke came back, in
+ * the phase it had (as sure a boundary as a bytes anchor). */
+#define PROPHET_LEARN_ANCHOR_TEMPLATE 3
 int prophet_learner_anchored(const prophet_learner_t *l);
-/* A lock anchored by bytes that lasted this many iterations is trusted: when it breaks (the job
- * changed its sequence), the next lock's phase is counted from its last iteration start. */
+/* Calls taken as extras (PROPHET_LEARN_EXTRA) since the learner was made. */
+uint64_t prophet_learner_extras(const prophet_learner_t *l);
+/* A lock anchored by bytes (or by a kept template) that lasted this many iterations is trusted:
+ * when it breaks (the job changed its sequence), the next lock's phase is counted from its last
+ * iteration start, and its template is kept rather than rejected (it may come back). */
 #define PROPHET_LEARN_TRUSTED_ITERS 16
 
 /* Step detection on a readiness vector (exposed for tests and the simulator). Prophet's rule: a
@@ -291,7 +309,14 @@ typedef struct prophet_trials {
     int time_only;      /* the restart's drift was the iteration time's alone */
     uint32_t n_skipped; /* candidates the current round left out (a narrowed restart) */
     uint32_t far_mask;  /* bit c: left out of the current round (kept out of the next narrowed) */
+    uint32_t incumbent; /* the candidate kept before this round (PROPHET_CAND_NONE: first round) */
+    int inc_timed;      /* the confirmation timed the incumbent again beside the leader */
+    uint32_t calm;      /* restarts in a row that kept the incumbent */
 } prophet_trials_t;
+/* After each restart in a row that kept the incumbent, a drift must last twice as long before it
+ * restarts the trials again, up to 2^PROPHET_TRIAL_CALM_MAX times PROPHET_TRIAL_DRIFT_LASTS. */
+#define PROPHET_TRIAL_CALM_MAX 4
+uint32_t prophet_trials_drift_lasts(const prophet_trials_t *t);
 
 const char *prophet_cand_name(uint32_t cand); /* "optimal", ..., "none" */
 /* The signals a drift check watches (prophet_trials_t.drift_sigs). */
@@ -319,7 +344,12 @@ void prophet_trials_init(prophet_trials_t *t);
 int prophet_trials_wants_round(const prophet_trials_t *t);
 /* Begins a round over cands (distinct, in trial order; n >= 1). A round restarted by a drift of
  * the iteration time alone keeps only the last round's kept candidate, passthrough, those within
- * PROPHET_TRIAL_NEAR of the kept figure and those it did not measure (order kept). */
+ * PROPHET_TRIAL_NEAR of the kept figure and those it did not measure (order kept). The candidate
+ * kept before (the incumbent; the caller hands in its plan as it was agreed, not made again) is
+ * in every restarted round, added last if cands lacks it; a challenger replaces it only when it
+ * measured faster by more than the tie and the noise (as passthrough's rule), and the round
+ * never ends on a plan that measured slower than it. To drop the incumbent (the profile
+ * changed), set chosen to PROPHET_CAND_NONE before. */
 int prophet_trials_begin(prophet_trials_t *t, const uint32_t *cands, uint32_t n);
 /* One clean iteration time of candidate `in_force` (the candidate whose plan ran it), with the
  * eBPF throughput then (< 0: none) and the profile's backward span (<= 0: unknown). In a round,

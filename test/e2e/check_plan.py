@@ -68,39 +68,58 @@ def figure_se(samples):
     return 1.4826 * median([abs(x - m) for x in samples]) / len(samples) ** 0.5
 
 
-def choose(figs, spread):
-    """The kept candidate from {candidate: figure} (sched/trials.c, prophet_trials_choose):
-    passthrough within TIE plus NOISE_Z standard errors of the difference (spread: {candidate:
-    standard error}, None where the log does not show every sample)."""
-    best = min(figs, key=lambda c: (figs[c], CANDIDATES.index(c)))
-    if "passthrough" not in figs or best == "passthrough":
+def prefer(figs, spread, best, keeper):
+    """best, or keeper when its figure is within TIE plus NOISE_Z standard errors of the
+    difference of best's (a tuple of both where the log cannot show the noise)."""
+    if keeper not in figs or best == keeper:
         return best
-    se_b, se_p = spread.get(best), spread.get("passthrough")
-    noise = NOISE_Z * ((se_b or 0) ** 2 + (se_p or 0) ** 2) ** 0.5
-    if figs["passthrough"] <= figs[best] * (1 + TIE) + noise:
-        return "passthrough"
-    if se_b is None or se_p is None:
-        return (best, "passthrough")  # either, by noise the log cannot show
+    se_b, se_k = spread.get(best), spread.get(keeper)
+    noise = NOISE_Z * ((se_b or 0) ** 2 + (se_k or 0) ** 2) ** 0.5
+    if figs[keeper] <= figs[best] * (1 + TIE) + noise:
+        return keeper
+    if se_b is None or se_k is None:
+        return (best, keeper)  # either, by noise the log cannot show
     return best
 
 
-def check_confirmation(rnd, figs, conf, conf_spread, leads):
+def choose(figs, spread, inc=None):
+    """The kept candidate from {candidate: figure} (sched/trials.c, choose_inc): the lowest,
+    passthrough within TIE plus NOISE_Z standard errors of the difference (spread: {candidate:
+    standard error}, None where the log does not show every sample); then the incumbent (inc,
+    the candidate kept before the round) over that, by the same rule."""
+    best = min(figs, key=lambda c: (figs[c], CANDIDATES.index(c)))
+    out = set()
+    for b in (lambda x: x if isinstance(x, tuple) else (x,))(prefer(figs, spread, best,
+                                                                  "passthrough")):
+        w = prefer(figs, spread, b, inc) if inc else b
+        out.update(w if isinstance(w, tuple) else (w,))
+    return out.pop() if len(out) == 1 else tuple(sorted(out))
+
+
+def check_confirmation(rnd, figs, conf, conf_spread, leads, inc):
     """The windows timed again in a round (conf: {candidate: fresh figure}) against the first
-    pass's figures: passthrough and the leader, and the runner-up near the leader exactly when the
-    leader won those two again (sched/trials.c, confirm_begin and runner_begin)."""
+    pass's figures: passthrough and the leader, the incumbent when it is neither, and the
+    runner-up near the leader exactly when the leader won those again (sched/trials.c,
+    confirm_begin and runner_begin)."""
     lead = [c for c in conf if c != "passthrough" and c in leads]
-    if "passthrough" not in conf or len(lead) != 1 or not 2 <= len(conf) <= 3:
+    if len(lead) > 1 and inc in lead:
+        lead = [c for c in lead if c != inc]  # the incumbent timed beside a challenger
+    if "passthrough" not in conf or len(lead) != 1 or not 2 <= len(conf) <= 4:
         fail("rank 0: round %d timed %s again, the first pass's figures %s lead %s" %
              (rnd, sorted(conf), figs, leads))
     lead = lead[0]
-    rest = [c for c in figs if c not in ("passthrough", lead)]
+    base = {"passthrough", lead} | ({inc} if inc in figs else set())
+    rest = [c for c in figs if c not in ("passthrough", lead, inc)]
     runner = min(rest, key=lambda c: (figs[c], CANDIDATES.index(c))) if rest else None
     if runner is not None and figs[runner] > figs[lead] * (1 + NEAR):
         runner = None
-    pair = {c: conf[c] for c in ("passthrough", lead)}
-    won = choose(pair, {c: conf_spread.get(c) for c in pair})
+    if base - set(conf):
+        fail("rank 0: round %d timed %s again; %s (passthrough, the leader, the incumbent) must "
+             "all be" % (rnd, sorted(conf), sorted(base)))
+    pair = {c: conf[c] for c in base}
+    won = choose(pair, {c: conf_spread.get(c) for c in pair}, inc)
     won = won if isinstance(won, tuple) else (won,)
-    timed = set(conf) - {"passthrough", lead}
+    timed = set(conf) - base
     if timed and (timed != {runner} or lead not in won):
         fail("rank 0: round %d timed %s again beside %s and passthrough (first pass %s, fresh %s): "
              "the runner-up is %s, timed only when the leader wins again" %
@@ -138,6 +157,7 @@ def check_trials(d):
 
     samples, current, figs, rounds, checked, round_start = [], None, {}, 0, 0, None
     spread, conf, conf_spread = {}, {}, {}
+    kept, inc = None, None  # (candidate, blocks) of the last kept plan; this round's incumbent
     timed = {}  # (round, candidate) -> the blocks of its first plan in that round
     for j, p in enumerate(loop):
         t = p["trial"]
@@ -182,18 +202,24 @@ def check_trials(d):
             samples = []  # a new candidate, a new round (trials.c: begin) or the choice
         if t["phase"] == "trial" and (j == 0 or loop[j - 1]["trial"]["round"] != t["round"]):
             figs, spread, conf, conf_spread, round_start = {}, {}, {}, {}, k
+            # a restarted round measures the kept plan as it was agreed (unless the profile changed)
+            inc = kept[0] if kept and p["n_calls"] == kept[2] else None
+        if inc and t["candidate"] == inc and t["phase"] == "trial" and blocks != kept[1]:
+            fail("rank 0: round %d: the incumbent %s is timed with other blocks (%d) than it was "
+                 "kept with (%d): a restart must measure the plan in force" %
+                 (t["round"], inc, len(blocks), len(kept[1])))
         if t["phase"] == "chosen" and (j == 0 or loop[j - 1]["trial"]["phase"] == "trial"):
             if not figs:
                 fail("rank 0: plan v%d chose %s with no figure" % (p["version"], t["candidate"]))
-            lead = choose(figs, spread)
+            lead = choose(figs, spread, inc)
             leads = lead if isinstance(lead, tuple) else (lead,)
             if conf:  # the first pass's leader and passthrough, timed again: their fresh figures
-                check_confirmation(t["round"], figs, conf, conf_spread, leads)
+                check_confirmation(t["round"], figs, conf, conf_spread, leads, inc)
                 figs, spread = conf, conf_spread
             elif t["candidate"] != "passthrough" and "passthrough" in figs:
                 fail("rank 0: round %d kept %s without timing it again against passthrough "
                      "(the figures %s)" % (t["round"], t["candidate"], figs))
-            want = choose(figs, spread)
+            want = choose(figs, spread, inc)
             if t["candidate"] not in (want if isinstance(want, tuple) else (want,)):
                 fail("rank 0: round %d chose %s, the figures %s (standard errors %s) make it %s"
                      % (t["round"], t["candidate"], figs, spread, want))
@@ -203,7 +229,12 @@ def check_trials(d):
             if round_start is not None and k - round_start > ROUND_BOUND:
                 fail("rank 0: round %d took %d iterations (bound %d)" %
                      (t["round"], k - round_start, ROUND_BOUND))
+            if inc and inc in figs and figs[t["candidate"]] > figs[inc]:
+                fail("rank 0: round %d kept %s at %d us, slower than the incumbent %s (%d us)" %
+                     (t["round"], t["candidate"], figs[t["candidate"]], inc, figs[inc]))
             rounds += 1
+        if t["phase"] == "chosen":
+            kept = (t["candidate"], blocks, p["n_calls"])
         current = t["candidate"]
         # this plan's samples: iterations i from its agreement on (attributed to `current` when
         # the plan in force ran them as `current`), fed up to the next agreement

@@ -395,6 +395,137 @@ static void check_key_collision(void)
            b);
 }
 
+/* ---- extras: calls outside the iteration ------------------------------------------------ */
+
+static prophet_call_sig_t extra_sig(uint64_t count, int32_t dtype, uint64_t elem)
+{
+    prophet_call_sig_t g = {.comm_id = 0, .count = count, .dtype = dtype, .op = 0};
+
+    g.bytes = count * elem;
+    return g;
+}
+
+typedef struct extras_run {
+    prophet_learner_t *l;
+    uint32_t relearns, starts, extras, wrong;
+    int ready, judged; /* judged: from the iteration the whole iteration must be locked on */
+} extras_run_t;
+
+/* Feeds one call; `want` is its index in the iteration, or UINT32_MAX for an extra. Counts the
+ * calls whose flags or index are not what a learner that knows the job would say, once ready. */
+static void extras_feed(extras_run_t *r, const prophet_call_sig_t *g, uint32_t want)
+{
+    uint32_t idx;
+    int f = prophet_learner_observe(r->l, g, -1, &idx);
+
+    CHECK(f >= 0);
+    r->ready |= !!(f & PROPHET_LEARN_READY);
+    if (!r->judged)
+        return;
+    r->relearns += !!(f & PROPHET_LEARN_RELEARN);
+    r->starts += !!(f & PROPHET_LEARN_ITER_START);
+    r->extras += !!(f & PROPHET_LEARN_EXTRA);
+    if (idx != want || !!(f & PROPHET_LEARN_EXTRA) != (want == UINT32_MAX) ||
+        !!(f & PROPHET_LEARN_ITER_START) != (want == 0))
+        r->wrong++;
+}
+
+/* A real training loop around ResNet-50's per-tensor calls: a barrier before the first
+ * iteration, a loss all-reduce after every 10th iteration, three metric all-reduces (one in
+ * int64) after every 25th, an evaluation phase of 600 metric calls after iteration 100. The
+ * learner locks on the 161 calls, anchored by bytes at the true boundary (the barrier left out),
+ * and takes every other call as an extra: no relearn, every index right. Then an evaluation
+ * whose calls are large (a confusion matrix: a quarter of an iteration's bytes each) breaks the
+ * lock; the iteration locks again when it comes back, in the phase it had (its template was
+ * trusted, so it was kept, not rejected). */
+static void check_extras(const char *dir)
+{
+    static prophet_profile_t p;
+    prophet_learner_opts_t o = {.learn_iters = 3, .max_calls = PROPHET_MAX_CALLS};
+    prophet_call_sig_t loss = extra_sig(1, 7, 4), m1 = extra_sig(4, 7, 4), m2 = extra_sig(2, 5, 8),
+                       big;
+    extras_run_t r = {0};
+    uint64_t bytes = 0, issued = 0;
+    uint32_t first_ready = 0;
+
+    load_profile(dir, "resnet50.json", &p);
+    for (uint32_t i = 0; i < p.n_calls; i++) {
+        p.sig[i].comm_id = 0;
+        p.sig[i].dtype = 7;
+        p.sig[i].op = 0;
+        bytes += p.sig[i].bytes;
+    }
+    big = extra_sig(bytes / 16, 7, 4); /* a quarter of an iteration's bytes */
+    CHECK(r.l = prophet_learner_new(&o));
+    extras_feed(&r, &loss, UINT32_MAX); /* the barrier */
+    for (int it = 0; it < 200; it++) {
+        const prophet_profile_t *lp = prophet_learner_profile(r.l);
+
+        if (lp && lp->n_calls == p.n_calls && !first_ready)
+            first_ready = (uint32_t)it;
+        r.judged = it >= 10;
+        for (uint32_t i = 0; i < p.n_calls; i++)
+            extras_feed(&r, &p.sig[i], i);
+        if (it % 10 == 9) {
+            extras_feed(&r, &loss, UINT32_MAX);
+            issued += r.judged;
+        }
+        if (it % 25 == 24) {
+            extras_feed(&r, &m1, UINT32_MAX);
+            extras_feed(&r, &loss, UINT32_MAX);
+            extras_feed(&r, &m2, UINT32_MAX);
+            issued += 3 * (uint64_t)r.judged;
+        }
+        for (int k = 0; it == 100 && k < 200; k++) {
+            extras_feed(&r, &m1, UINT32_MAX);
+            extras_feed(&r, &loss, UINT32_MAX);
+            extras_feed(&r, &m2, UINT32_MAX);
+            issued += 3;
+        }
+    }
+    CHECKF(r.ready && first_ready && first_ready <= 10, "extras: ready from iteration %u",
+           first_ready);
+    CHECKF(r.relearns == 0 && r.wrong == 0 && r.extras == issued,
+           "extras: %u relearns, %u calls with a wrong index or flag, %u extras of %llu",
+           r.relearns, r.wrong, r.extras, (unsigned long long)issued);
+    CHECK(prophet_learner_anchored(r.l) == PROPHET_LEARN_ANCHOR_BYTES);
+    CHECK(prophet_learner_extras(r.l) >= r.extras);
+    printf("extras: ResNet-50 per-tensor, ready at iteration %u, %u extras, no relearn\n",
+           first_ready, r.extras);
+
+    /* a large evaluation: the lock breaks at its first call, and comes back in its phase */
+    {
+        uint32_t idx, relock = UINT32_MAX, wrong = 0, starts = 0;
+
+        CHECK(prophet_learner_observe(r.l, &big, -1, &idx) & PROPHET_LEARN_RELEARN);
+        for (int k = 0; k < 5; k++)
+            CHECK(prophet_learner_observe(r.l, &big, -1, &idx) >= 0);
+        for (int it = 0; it < 12; it++) {
+            for (uint32_t i = 0; i < p.n_calls; i++) {
+                int f = prophet_learner_observe(r.l, &p.sig[i], -1, &idx);
+
+                CHECK(f >= 0);
+                if (relock == UINT32_MAX && idx != UINT32_MAX)
+                    relock = (uint32_t)it;
+                if (relock != UINT32_MAX &&
+                    (idx != i || !!(f & PROPHET_LEARN_ITER_START) != (i == 0)))
+                    wrong++;
+                starts += !!(f & PROPHET_LEARN_ITER_START);
+            }
+        }
+        CHECKF(prophet_learner_anchored(r.l) == PROPHET_LEARN_ANCHOR_TEMPLATE,
+               "after a large evaluation: anchor %d", prophet_learner_anchored(r.l));
+        CHECKF(relock <= 4 && wrong == 0 && starts >= 8,
+               "after a large evaluation: locked again at iteration %u, %u wrong indices, %u "
+               "starts",
+               relock, wrong, starts);
+        printf("extras: a large evaluation broke the lock; locked again %u iterations later, in "
+               "its phase\n",
+               relock);
+    }
+    prophet_learner_free(r.l);
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = argc > 1 ? argv[1] : "profiles";
@@ -582,13 +713,14 @@ int main(int argc, char **argv)
     check_ddp(dir, "mobilenet_v2.json", 256u << 10, 1);
     check_ddp(dir, "vgg16.json", 32u << 10, 1);
 
-    /* 9. The fallbacks. The first iteration has the same calls but a smaller first tensor: no
-     *    boundary has whole iterations' bytes before it, so it is a whole number of iterations'
-     *    calls from the first call. */
+    /* 9. The fallbacks. The first iteration has the same calls but a smaller first tensor (not a
+     *    tiny one: a tiny call outside the iteration is an extra, case 10): no boundary has whole
+     *    iterations' bytes before it, so it is a whole number of iterations' calls from the
+     *    first call. */
     make_distinct(&a, 30, 0);
     x = a;
-    x.sig[0].bytes = 4;
-    x.sig[0].count = 1;
+    x.sig[0].bytes = 2000;
+    x.sig[0].count = 500;
     memset(&r, 0, sizeof(r));
     r.clock = 1000000;
     o.learn_iters = 3;
@@ -602,21 +734,29 @@ int main(int argc, char **argv)
     CHECK(prophet_learner_profile(r.l) && prophet_learner_profile(r.l)->n_calls == 30);
     prophet_learner_free(r.l);
     /*    More than a period of other calls first (no whole iterations of either before the
-     *    periodic run): the lock is kept, unanchored, at the start of the run. */
-    x.n = 0;
-    for (int k = 0; k < 45; k++)
-        add(&x, 8 + 4 * (uint64_t)k, 0);
-    memset(&r, 0, sizeof(r));
-    r.clock = 1000000;
-    r.l = prophet_learner_new(&o);
-    feed_iter(&r, &x, 0);
-    for (it = 0; it < 3; it++)
-        feed_iter(&r, &a, 0);
-    CHECK(prophet_learner_anchored(r.l) == 0);
-    for (it = 0; it < 4; it++)
-        CHECK(feed_iter(&r, &a, 1) & PROPHET_LEARN_ITER_START);
-    CHECK(prophet_learner_profile(r.l) && prophet_learner_anchored(r.l) == 0);
-    prophet_learner_free(r.l);
+     *    periodic run): the lock is kept, unanchored, at the start of the run; but when those
+     *    calls are tiny (each under 1/PROPHET_LEARN_TINY of an iteration's bytes: a barrier,
+     *    metrics), they are left out of the bytes and the run's start is a true boundary. */
+    for (int tiny = 0; tiny < 2; tiny++) {
+        x.n = 0;
+        for (int k = 0; k < 45; k++)
+            add(&x, (tiny ? 8 : 2000) + 4 * (uint64_t)k, 0);
+        memset(&r, 0, sizeof(r));
+        r.clock = 1000000;
+        r.l = prophet_learner_new(&o);
+        feed_iter(&r, &x, 0);
+        for (it = 0; it < 3; it++)
+            feed_iter(&r, &a, 0);
+        CHECKF(prophet_learner_anchored(r.l) == (tiny ? PROPHET_LEARN_ANCHOR_BYTES : 0),
+               "45 %s calls first: anchor %d", tiny ? "tiny" : "other",
+               prophet_learner_anchored(r.l));
+        for (it = 0; it < 4; it++)
+            CHECK(feed_iter(&r, &a, 1) & PROPHET_LEARN_ITER_START);
+        CHECK(prophet_learner_profile(r.l) &&
+              prophet_learner_anchored(r.l) == (tiny ? PROPHET_LEARN_ANCHOR_BYTES : 0));
+        prophet_learner_free(r.l);
+    }
+    check_extras(dir);
     printf("learner: ok\n");
     return 0;
 }

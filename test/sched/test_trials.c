@@ -305,7 +305,8 @@ static uint32_t judge(prophet_trials_t *t, const double *truth)
 static void drift_until_restart(prophet_trials_t *t, uint32_t kept, double us, int probe)
 {
     settle(t, kept, us, 1e8);
-    for (int i = 0; i < 4 * PROPHET_TRIAL_DRIFT_LASTS && !prophet_trials_wants_round(t); i++)
+    for (uint32_t i = 0; i < 4 * prophet_trials_drift_lasts(t) && !prophet_trials_wants_round(t);
+         i++)
         prophet_trials_sample(t, kept, probe ? us : 1.5 * us, probe ? 2.5e7 : 1e8, 800);
     CHECK(prophet_trials_wants_round(t));
 }
@@ -426,6 +427,78 @@ static void test_narrow(void)
         CHECKF(t.n_order == 2 && t.order[0] == PT && t.order[1] == PROPHET_CAND_OPTIMAL_ALPHA4,
                "passthrough kept: %u candidates, first %s", t.n_order,
                prophet_cand_name(t.order[0]));
+    }
+}
+
+/* The incumbent (issue: a drift restart threw the kept plan away). Round 1 keeps optimal-alpha4
+ * (87 ms; passthrough 371 ms). A drift restarts the trials; the caller's new candidate list lacks
+ * optimal-alpha4 (its plan, made again, equalled optimal's): the round still measures it, and
+ * keeps it unless a challenger measured faster by more than the tie and the noise. A round never
+ * ends on a plan slower than the incumbent. A restart that kept the incumbent doubles the drift
+ * length the next restart needs. */
+static void test_incumbent(void)
+{
+    static const uint32_t all[] = {PT, 2, 3, 4, 0, 5, 6};
+    static const uint32_t no_a4[] = {PT, 2, 3, 4, 0, 6};
+    static const double r1[PROPHET_CAND_COUNT] = {127000, 371000, 200000, 150000,
+                                                  140000, 87000,  130000};
+    static const struct {
+        const char *what;
+        double opt, a4; /* optimal's and the incumbent's figures in the restarted round */
+        uint32_t want;
+    } cases[] = {
+        {"challenger within the tie: incumbent kept", 90000, 91000, PROPHET_CAND_OPTIMAL_ALPHA4},
+        {"challenger slower: incumbent kept", 127000, 93000, PROPHET_CAND_OPTIMAL_ALPHA4},
+        {"challenger clearly faster: it replaces the incumbent", 70000, 93000,
+         PROPHET_CAND_OPTIMAL},
+    };
+
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        double r2[PROPHET_CAND_COUNT];
+        prophet_trials_t t;
+        uint32_t lasts0;
+
+        memcpy(r2, r1, sizeof(r2));
+        r2[PT] = 393000;
+        r2[PROPHET_CAND_OPTIMAL] = cases[k].opt;
+        r2[PROPHET_CAND_OPTIMAL_ALPHA4] = cases[k].a4;
+        prophet_trials_init(&t);
+        CHECK(prophet_trials_begin(&t, all, PROPHET_CAND_COUNT) == 0);
+        CHECK(t.incumbent == NONE);
+        CHECK(judge(&t, r1) == PROPHET_CAND_OPTIMAL_ALPHA4);
+        lasts0 = prophet_trials_drift_lasts(&t);
+        drift_until_restart(&t, PROPHET_CAND_OPTIMAL_ALPHA4, r1[PROPHET_CAND_OPTIMAL_ALPHA4], 1);
+        CHECK(prophet_trials_begin(&t, no_a4, 6) == 0);
+        CHECKF(t.incumbent == PROPHET_CAND_OPTIMAL_ALPHA4 &&
+                   t.order[t.n_order - 1] == PROPHET_CAND_OPTIMAL_ALPHA4,
+               "case '%s': the incumbent is not in the round", cases[k].what);
+        uint32_t kept = judge(&t, r2);
+        CHECKF(kept == cases[k].want, "case '%s': kept %s, want %s", cases[k].what,
+               prophet_cand_name(kept), prophet_cand_name(cases[k].want));
+        CHECKF(t.fig[kept] <= r2[PROPHET_CAND_OPTIMAL_ALPHA4] + 1,
+               "case '%s': kept a plan slower than the incumbent", cases[k].what);
+        CHECKF(prophet_trials_drift_lasts(&t) ==
+                   (kept == PROPHET_CAND_OPTIMAL_ALPHA4 ? 2 : 1) * lasts0,
+               "case '%s': a drift must last %u samples", cases[k].what,
+               prophet_trials_drift_lasts(&t));
+    }
+    /* restarts that keep the incumbent, one after another: the wait doubles up to the cap */
+    {
+        prophet_trials_t t;
+
+        prophet_trials_init(&t);
+        CHECK(prophet_trials_begin(&t, all, PROPHET_CAND_COUNT) == 0);
+        CHECK(judge(&t, r1) == PROPHET_CAND_OPTIMAL_ALPHA4);
+        for (uint32_t r = 1; r <= PROPHET_TRIAL_CALM_MAX + 2; r++) {
+            drift_until_restart(&t, PROPHET_CAND_OPTIMAL_ALPHA4, r1[PROPHET_CAND_OPTIMAL_ALPHA4],
+                                1);
+            CHECK(prophet_trials_begin(&t, all, PROPHET_CAND_COUNT) == 0);
+            CHECK(judge(&t, r1) == PROPHET_CAND_OPTIMAL_ALPHA4);
+            uint32_t want = PROPHET_TRIAL_DRIFT_LASTS
+                            << (r < PROPHET_TRIAL_CALM_MAX ? r : PROPHET_TRIAL_CALM_MAX);
+            CHECKF(prophet_trials_drift_lasts(&t) == want, "restart %u: %u samples, want %u", r,
+                   prophet_trials_drift_lasts(&t), want);
+        }
     }
 }
 
@@ -619,6 +692,7 @@ int main(void)
     test_probe_settle();
     test_change_at_choice();
     test_narrow();
+    test_incumbent();
     test_confirm();
     test_runner_up();
     test_cap();
