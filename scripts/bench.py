@@ -14,7 +14,8 @@ result is reported as a ratio to it. Writes a Markdown table and an SVG plot.
                    [--profiles resnet50,vgg16] [--ranks 4,8] [--bandwidths 10Gbit,25Gbit]
                    [--modes ddp,per-tensor] [--iters 40] [--warmup 8] [--scale S]
                    [--policies default,passthrough,fusion,buckets,prophet,optimal] [--gate hold]
-                   [--repeat N] [--check-speedup X] [--check-floor Y]
+                   [--repeat N] [--load N [--load-mode bursty --load-period S]]
+                   [--check-speedup X] [--check-floor Y]
 
 Columns: `none` is the job without the preload; `default` is the preload with every PROPHET_* knob
 at its default (no PROPHET_POLICY: the closed loop tries the candidate plans in agreed trial
@@ -41,8 +42,20 @@ in which no plan is agreed (every preload column the same code), how often a col
 than 3% above the best of the others (what noise alone does to a bound on the best column). A
 bound of 0.99x on one row means little when the ratio's own standard error is 2-3%; pooled over
 the 12 fused rows of docs/sweep/issue12.json the interval was 0.974-0.998x.
+
+A busy host, as shared clusters have (data loaders, checkpoint writers, other jobs): --load N
+runs N busy loops (`sh -c 'while :; do :; done'`: no output, about 1 MB each) during every run of
+every column, started just before each run in a process group of their own and killed with it
+after, also on an error, a timeout, Ctrl-C or SIGTERM (and by the kernel if the bench itself is
+killed). --load-mode bursty stops and continues them (SIGSTOP/SIGCONT) every --load-period
+seconds; each round of runs draws the cycle's phase at its runs' starts (seeded by the row and
+the round, like the order), the same for every column of the round. The table's header and every
+row say the host ("host: quiet", "host: 2 busy loops, bursty, 3 s on / 3 s off"), and a --resume
+file measured under another load is refused.
 """
 import argparse
+import atexit
+import ctypes
 import datetime
 import json
 import math
@@ -50,10 +63,13 @@ import os
 import platform
 import random
 import re
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -118,6 +134,19 @@ def parse_args():
                          "then the policies as given). A fixed order puts each column after the "
                          "same neighbour every time, and a column after the long default run "
                          "measured up to 6%% slower than after a short one")
+    ap.add_argument("--load", type=int, default=0, metavar="N",
+                    help="a busy host: N busy-loop processes (pure CPU, no output) running during "
+                         "every run of every column, started before each run and killed after it "
+                         "(also on an error, a timeout or Ctrl-C); default 0, a quiet host. The "
+                         "table and every row say it, and a --resume file of another load is refused")
+    ap.add_argument("--load-mode", choices=["constant", "bursty"], default="constant",
+                    help="constant (default): the loops spin throughout; bursty: they are stopped "
+                         "and continued (SIGSTOP/SIGCONT) every --load-period seconds, as data "
+                         "loaders and checkpoint writers do, the cycle's phase at the runs' start "
+                         "drawn per round of runs (seeded by the row and the round) and the same "
+                         "for every column of the round")
+    ap.add_argument("--load-period", type=float, default=3.0, metavar="S",
+                    help="seconds on, then as many off, of --load-mode bursty (default 3)")
     ap.add_argument("--check-speedup", type=float, default=0.0, metavar="X",
                     help="exit 1 unless the default column is at least X times as fast as no preload "
                          "in every per-tensor row (a pattern the preload can help)")
@@ -139,12 +168,152 @@ def parse_args():
     a.modes = a.modes or "ddp,per-tensor,horovod"
     if a.table_only and not a.resume:
         sys.exit("bench: --table-only needs --resume FILE")
+    if a.load < 0 or not a.load_period > 0:
+        sys.exit("bench: --load must be 0 or more and --load-period above 0")
+    if a.load_mode == "bursty" and a.load == 0:
+        sys.exit("bench: --load-mode bursty needs --load N (N busy loops to stop and continue)")
     a.fixed_iters = a.iters if a.fixed_iters is None else a.fixed_iters
     a.fixed_warmup = a.warmup if a.fixed_warmup is None else a.fixed_warmup
     if not 0 <= a.fixed_warmup < a.fixed_iters or not 0 <= a.warmup < a.iters:
         sys.exit("bench: a warm-up must be shorter than its run (--warmup < --iters, "
                  "--fixed-warmup < --fixed-iters)")
     return a
+
+
+# A busy loop: pure CPU in the shell's own builtins (no fork, no output, about 1 MB of memory).
+SPINNER = ["/bin/sh", "-c", "while :; do :; done"]
+try:
+    _LIBC = ctypes.CDLL(None, use_errno=True)  # prctl, loaded before any fork
+except OSError:
+    _LIBC = None
+PR_SET_PDEATHSIG = 1
+
+
+def load_text(n, mode="constant", period=3.0):
+    """The host's load as a table's header and a row say it."""
+    if n <= 0:
+        return "quiet"
+    text = f"{n} busy loop{'' if n == 1 else 's'}, {mode}"
+    return text + (f", {period:g} s on / {period:g} s off" if mode == "bursty" else "")
+
+
+def load_key(a):
+    """The load as part of a row's settings (None: a quiet host, the key rows had before --load)."""
+    if a.load <= 0:
+        return None
+    key = {"procs": a.load, "mode": a.load_mode}
+    if a.load_mode == "bursty":
+        key["period_s"] = a.load_period
+    return key
+
+
+def load_phase(a, profile, ranks, bw, mode, rep):
+    """Where in the bursty cycle (0 to 2 x period s; below the period: on) a round's runs start:
+    drawn per round, seeded by the row and the round like the order, the same for every column."""
+    if a.load <= 0 or a.load_mode != "bursty":
+        return None
+    return round(random.Random(f"load/{profile}/{ranks}/{bw}/{mode}/{rep}").uniform(0, 2 * a.load_period), 3)
+
+
+class HostLoad:
+    """n busy loops in a process group of their own, for the length of a `with` block: started on
+    entry, killed (SIGKILL to the group) and reaped on exit, whatever ends the block. Bursty: a
+    thread stops and continues the group (SIGSTOP/SIGCONT) every `period` s, `phase` s into the
+    on/off cycle at the start (below `period`: on). Each loop gets SIGKILL from the kernel should
+    this process die without cleaning up (PR_SET_PDEATHSIG)."""
+    active = []  # loads running now, for stop_all
+
+    def __init__(self, n, mode="constant", period=3.0, phase=0.0):
+        self.n, self.mode, self.period, self.phase = n, mode, period, phase or 0.0
+        self.procs, self.pgid, self._thread, self._quit = [], None, None, threading.Event()
+
+    def pids(self):
+        return [p.pid for p in self.procs]
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def _child_setup(self, parent):
+        def setup():  # in the child, between fork and exec
+            if _LIBC is not None:
+                _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            if os.getppid() != parent:  # the bench died before prctl took
+                os._exit(1)
+            os.setpgid(0, self.pgid or 0)
+        return setup
+
+    def start(self):
+        if self.n <= 0:
+            return
+        HostLoad.active.append(self)
+        try:
+            for _ in range(self.n):
+                p = subprocess.Popen(SPINNER, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL, close_fds=True,
+                                     preexec_fn=self._child_setup(os.getpid()))
+                self.procs.append(p)
+                self.pgid = self.pgid or p.pid
+            if self.mode == "bursty":
+                self._thread = threading.Thread(target=self._cycle, args=(time.monotonic(),), daemon=True)
+                self._thread.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _signal(self, sig):
+        try:
+            os.killpg(self.pgid, sig)
+        except ProcessLookupError:
+            pass
+
+    def _cycle(self, t0):
+        """On for `period` s, off for `period` s, from `phase` s into the cycle at t0; the
+        boundaries are computed from t0, so a late wake-up does not shift the next ones."""
+        k = int(self.phase // self.period)  # the half-cycle the runs start in: even = on
+        while True:
+            self._signal(signal.SIGCONT if k % 2 == 0 else signal.SIGSTOP)
+            delay = t0 + (k + 1) * self.period - self.phase - time.monotonic()
+            if self._quit.wait(max(0.0, delay)):
+                return
+            k += 1
+
+    def stop(self):
+        self._quit.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self.pgid is not None:
+            self._signal(signal.SIGKILL)  # a stopped loop dies of SIGKILL too
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        self.procs, self.pgid = [], None
+        if self in HostLoad.active:
+            HostLoad.active.remove(self)
+
+    @staticmethod
+    def stop_all():
+        for load in list(HostLoad.active):
+            load.stop()
+
+
+def _exit_on_signal(sig, frame):
+    # SIGTERM/SIGHUP leave through SystemExit, so that every `with HostLoad` block stops its loops
+    sys.exit(128 + sig)
+
+
+def install_load_cleanup():
+    """Stop every busy loop at exit, and on SIGTERM/SIGHUP (Ctrl-C's KeyboardInterrupt unwinds the
+    `with` blocks already)."""
+    atexit.register(HostLoad.stop_all)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _exit_on_signal)
 
 
 def run_emu(a, profile, ranks, bw, mode, policy):
@@ -287,14 +456,19 @@ def row_optimum(a, profile, ranks, bw):
 def run_row(a, profile, ranks, bw, mode, opt, policies):
     """One row: every column run a.repeat times, interleaved; each cell the median of its runs."""
     r = {"profile": profile, "ranks": ranks, "bw": bw, "mode": mode, "optimum_us": opt or None,
-         "median_us": {}, "runs_us": {}, "ratios": {}, "started": utc_now()}
+         "median_us": {}, "runs_us": {}, "ratios": {}, "started": utc_now(),
+         "host": load_text(a.load, a.load_mode, a.load_period)}
     for rep in range(a.repeat):
         order = [None] + policies
         if a.order == "shuffled":
             random.Random(f"{profile}/{ranks}/{bw}/{mode}/{rep}").shuffle(order)
         r.setdefault("order", []).append([pol or "none" for pol in order])
+        phase = load_phase(a, profile, ranks, bw, mode, rep)
+        if phase is not None:
+            r.setdefault("load_phase_s", []).append(phase)
         for pol in order:
-            med, err = run_emu(a, profile, ranks, bw, mode, pol)
+            with HostLoad(a.load, a.load_mode, a.load_period, phase):  # the same for every column
+                med, err = run_emu(a, profile, ranks, bw, mode, pol)
             key = pol or "none"
             r["runs_us"].setdefault(key, []).append(med)
             if pol == "default":
@@ -339,7 +513,8 @@ def settings_key(a, policies):
     return {"columns": ["none"] + policies, "gate": a.gate, "latency_us": a.latency_us,
             "iters": a.iters, "warmup": a.warmup, "fixed_iters": a.fixed_iters,
             "fixed_warmup": a.fixed_warmup, "emu_args": a.emu_args, "repeat": a.repeat,
-            "baseline": a.baseline, "baseline_env": a.baseline_env, "order": a.order}
+            "baseline": a.baseline, "baseline_env": a.baseline_env, "order": a.order,
+            **({"load": load_key(a)} if load_key(a) else {})}  # absent: quiet, as before --load
 
 
 def load_resume(path, key):
@@ -351,8 +526,12 @@ def load_resume(path, key):
     done = {}
     for r in rows:
         if r.get("settings") != key:
+            was, now = (r.get("settings") or {}).get("load"), key.get("load")
+            host = (f"; its host: {r.get('host', 'quiet')}, this sweep's: "
+                    f"{now and load_text(now['procs'], now['mode'], now.get('period_s', 0)) or 'quiet'}"
+                    if was != now else "")  # rows of two loads never share a table
             sys.exit(f"bench: {path} holds a row of other settings ({r['profile']} n={r['ranks']} "
-                     f"{r['bw']} {r['mode']}); use another --resume file")
+                     f"{r['bw']} {r['mode']}{host}); use another --resume file")
         done[(r["profile"], r["ranks"], r["bw"], r["mode"])] = r
     return done
 
@@ -368,6 +547,7 @@ def save_resume(path, done):
 
 def main():
     a = parse_args()
+    install_load_cleanup()
     a.sim_args = []
     policies = [p for p in a.policies.split(",") if p]
     if a.baseline:
@@ -402,6 +582,8 @@ def main():
     md.append(f"Generated {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC on {platform.node()} "
               f"({os.cpu_count()} CPUs) by `{' '.join(['scripts/bench.sh'] + sys.argv[1:])}`; "
               f"gate `{a.gate}`, emulated latency {a.latency_us:g} us, "
+              f"host: {load_text(a.load, a.load_mode, a.load_period)}"
+              f"{' (the phase drawn at random per round of runs, the same for every column)' if a.load and a.load_mode == 'bursty' else ''}, "
               f"{run_text(a.iters, a.warmup)}"
               f"{f', median of {a.repeat} interleaved runs per cell ({a.order} order)' if a.repeat > 1 else ''}. Every other PROPHET_* knob "
               f"at its default; `default` sets none (the closed loop), each other column sets PROPHET_POLICY; "
