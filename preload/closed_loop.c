@@ -1,27 +1,38 @@
 /* The closed loop (issue 12): in the default mode with no PROPHET_POLICY, the plan in force is
  * judged by the iteration time it measures. Rank 0, which makes every plan, times each iteration
- * (from one iteration's first call to the next's: the job's own period, equal on every rank of a
- * synchronous data-parallel job up to jitter since every iteration ends in all-reduces that all
- * ranks wait for) and runs sched/trials.c: each candidate plan is broadcast in turn and is in force
- * for PROPHET_TRIAL_WINDOW iterations on every rank (the plan broadcast makes the iterations the
- * same everywhere); its figure, the median of its clean iterations, travels in the next plan so
- * that every rank logs the same figures and the same choice; a leader other than passthrough is
- * timed again beside passthrough before it is kept, and so is a runner-up near it once the leader
- * wins again (PROPHET_TRIAL_CONFIRM). Iterations that carry a
- * broadcast or a measurement (held in runs of PROPHET_BLOCK_MAX) are not samples. A candidate's
- * plan is made once a round, when its first window begins: the plan timed is the plan kept,
- * broadcast again every PROPHET_TRIAL_CHECK_EVERY iterations, until a drift of the iteration time,
- * of the eBPF throughput or of the profile starts a new round. When the plan in force is
- * passthrough, calls go straight to NCCL: only one iteration in PROPHET_SAMPLE_EVERY is observed
- * (measured), so that a job the preload cannot help pays for little more than the learner's
- * bookkeeping and the eBPF probe (a probe per rank measured 1-6% of an emulated job's iteration
- * time: docs/benchmarks.md, issue 12's sweep). */
+ * on the GPU: an event (a mark) recorded on the stream of the iteration's first call, before the
+ * call is issued or held, and the time between two consecutive marks is the iteration's time as
+ * the GPU ran it, under the plan that scheduled its calls, however far the host ran ahead of the
+ * GPU (PyTorch's host runs up to the launch queue's depth ahead when nothing synchronises; the
+ * host's own iteration times then belong to the plan of an earlier iteration). The marks are
+ * queried, never waited for, at each iteration's first call: a sample arrives once the next mark
+ * fired, and counts for the candidate whose plan ran that iteration (the equal of the job's own
+ * period on every rank of a synchronous data-parallel job up to jitter, since every iteration
+ * ends in all-reduces that all ranks wait for). Rank 0 runs sched/trials.c: each candidate plan
+ * is broadcast in turn and is in force for PROPHET_TRIAL_WINDOW iterations on every rank (the plan
+ * broadcast makes the iterations the same everywhere); its figure, the median of its clean
+ * iterations' samples, travels in the next plan so that every rank logs the same figures and the
+ * same choice; a leader other than passthrough is timed again beside passthrough (and the
+ * incumbent) before it is kept, and so is a runner-up near it once the leader wins again
+ * (PROPHET_TRIAL_CONFIRM). Iterations that carry a broadcast, a measurement (held in runs of
+ * PROPHET_BLOCK_MAX) or an extra call of the job are not samples. A candidate's plan is made once
+ * a round, when its first window begins: the plan timed is the plan kept, broadcast again every
+ * PROPHET_TRIAL_CHECK_EVERY iterations, until a drift of the iteration time, of the eBPF
+ * throughput or of the profile starts a new round. The kept plan is then the incumbent: the next
+ * round measures it as it was agreed (plans[PROPHET_CAND_COUNT]), never made again from the fit
+ * of the moment, and keeps it unless a challenger measured faster by more than the noise. When
+ * the plan in force is passthrough, calls go straight to NCCL: only one iteration in
+ * PROPHET_SAMPLE_EVERY is observed (measured), so that a job the preload cannot help pays for
+ * little more than the learner's bookkeeping and the eBPF probe (a probe per rank measured 1-6% of
+ * an emulated job's iteration time: docs/benchmarks.md, issue 12's sweep). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "closed_loop.h"
+#include "cuda_driver.h"
+#include "log_bridge.h"
 #include "log_line.h"
 #include "readiness_poller.h"
 #include "settings.h"
@@ -45,29 +56,111 @@ void prophet_loop_reset(prophet_comm_t *c)
         prophet_trials_init(c->loop.trials);
 }
 
-void prophet_loop_iter_start(prophet_comm_t *c, int64_t now_us)
+/* The oldest mark's iteration is over when the next mark exists; its time is the GPU time
+ * between the two marks when both events fired (the host's instants when either has no event).
+ * Returns 1 when a sample was taken or the mark was dropped, 0 when the GPU is not there yet. */
+static int prophet_loop_time_oldest(prophet_comm_t *c, double *us)
 {
-    const prophet_profile_t *p;
-    double backward;
+    prophet_comm_loop_t *L = &c->loop;
+    const prophet_loop_mark_t *a = &L->marks[L->mark_head],
+                              *b = &L->marks[(L->mark_head + 1) % PROPHET_LOOP_MARKS];
+    float ms = 0;
+    CUresult rc;
 
-    if (!c->loop.trials)
-        return;
-    if (c->loop.iter_start_us && c->loop.iter_clean && now_us > c->loop.iter_start_us) {
-        p = prophet_learner_profile(c->models.learner);
-        backward = p && p->n_calls ? p->ready_us[p->n_calls - 1] : 0;
-        prophet_trials_sample(c->loop.trials, c->loop.iter_cand,
-                              (double)(now_us - c->loop.iter_start_us), prophet_poller_probe_Bps(),
-                              backward);
-        if (c->loop.trials->restart && c->loop.trials->reason) {
-            prophet_msg(PROPHET_LOG_INFO, "comm %lu: %s drifted since the choice; trials again",
-                        (unsigned long)c->id, c->loop.trials->reason);
-            c->loop.trials->reason = NULL;
-        }
+    *us = -1;
+    if (!a->ev || !b->ev) {
+        *us = (double)(b->host_us - a->host_us);
+        L->host_samples++;
+        return 1;
     }
-    c->loop.iter_start_us = now_us;
+    if ((rc = prophet_cu.EventQuery(b->ev)) == CUDA_ERROR_NOT_READY)
+        return 0;
+    if (rc == CUDA_SUCCESS && prophet_cu.EventElapsedTime(&ms, a->ev, b->ev) == CUDA_SUCCESS &&
+        ms > 0) {
+        *us = (double)ms * 1000.0;
+        L->gpu_samples++;
+    }
+    return 1;
 }
 
-void prophet_loop_iter_mark(prophet_comm_t *c, uint64_t iteration)
+/* Rank 0: the iterations whose GPU time is known become samples of the candidate that ran them,
+ * oldest first. A query never waits: a host far ahead of the GPU gets its samples late, and
+ * the trials' windows wait for them (prophet_trials_sample counts a sample only for the
+ * candidate being timed). */
+static void prophet_loop_drain(prophet_comm_t *c, uint64_t iteration)
+{
+    prophet_comm_loop_t *L = &c->loop;
+    const prophet_profile_t *p = prophet_learner_profile(c->models.learner);
+    double backward = p && p->n_calls ? p->ready_us[p->n_calls - 1] : 0, us;
+    CUstreamCaptureMode mode = prophet_capture_relax();
+
+    while (L->mark_n >= 2 && prophet_loop_time_oldest(c, &us)) {
+        prophet_loop_mark_t *a = &L->marks[L->mark_head];
+        prophet_log_sample_t s = {.iteration = a->iteration,
+                                  .taken_at = iteration,
+                                  .candidate = a->cand,
+                                  .us = us,
+                                  .gpu = a->ev != NULL,
+                                  .use = PROPHET_TRIAL_SAMPLE_IGNORED};
+
+        if (a->clean && us > 0) {
+            s.use =
+                prophet_trials_sample(L->trials, a->cand, us, prophet_poller_probe_Bps(), backward);
+            prophet_logb_sample(c, &s);
+        }
+        prophet_comm_event_put(c, a->ev);
+        a->ev = NULL;
+        L->mark_head = (L->mark_head + 1) % PROPHET_LOOP_MARKS;
+        L->mark_n--;
+    }
+    prophet_capture_restore(mode);
+    if (L->trials->restart && L->trials->reason) {
+        prophet_msg(PROPHET_LOG_INFO, "comm %lu: %s drifted since the choice; trials again",
+                    (unsigned long)c->id, L->trials->reason);
+        L->trials->reason = NULL;
+    }
+}
+
+void prophet_loop_iter_start(prophet_comm_t *c, uint64_t iteration, int64_t now_us)
+{
+    prophet_comm_loop_t *L = &c->loop;
+
+    if (!L->trials)
+        return;
+    if (L->mark_n) /* the iteration that just ended: a sample unless an extra call came */
+        L->marks[(L->mark_head + L->mark_n - 1) % PROPHET_LOOP_MARKS].clean = L->iter_clean;
+    L->iter_start_us = now_us;
+    prophet_loop_drain(c, iteration);
+}
+
+/* Rank 0: the mark of the iteration that begins with this call, recorded on its stream before
+ * the call is issued or held. A full ring (a GPU more than PROPHET_LOOP_MARKS iterations behind,
+ * or marks whose events never fire) drops its oldest mark unsampled. */
+static void prophet_loop_mark_push(prophet_comm_t *c, uint64_t iteration, CUstream stream)
+{
+    prophet_comm_loop_t *L = &c->loop;
+    prophet_loop_mark_t *m;
+    CUresult rc;
+
+    if (L->mark_n == PROPHET_LOOP_MARKS) {
+        prophet_comm_event_put(c, L->marks[L->mark_head].ev);
+        L->marks[L->mark_head].ev = NULL;
+        L->mark_head = (L->mark_head + 1) % PROPHET_LOOP_MARKS;
+        L->mark_n--;
+    }
+    m = &L->marks[(L->mark_head + L->mark_n++) % PROPHET_LOOP_MARKS];
+    m->iteration = iteration;
+    m->host_us = L->iter_start_us;
+    m->cand = L->iter_cand;
+    m->clean = L->iter_clean;
+    m->ev = prophet_comm_event_get(c);
+    if (m->ev && (rc = prophet_cu.EventRecord(m->ev, stream)) != CUDA_SUCCESS) {
+        prophet_comm_event_put(c, m->ev); /* not recorded: the host instant stands in */
+        m->ev = NULL;
+    }
+}
+
+void prophet_loop_iter_mark(prophet_comm_t *c, uint64_t iteration, CUstream stream)
 {
     int broadcast_here = c->agree.plan_pending && c->loop.agree_iter == iteration;
 
@@ -79,6 +172,8 @@ void prophet_loop_iter_mark(prophet_comm_t *c, uint64_t iteration)
     c->loop.iter_cand = c->loop.in_force;
     c->loop.iter_clean = c->agree.have_plan && !c->order.measuring && !broadcast_here &&
                          c->loop.in_force != PROPHET_CAND_NONE;
+    if (c->loop.trials && c->loop.iter_start_us)
+        prophet_loop_mark_push(c, iteration, stream);
 }
 
 /* The order a round tries its candidates in: the plans that do not use the fitted model first,

@@ -204,6 +204,12 @@ void prophet_comm_gpu_release(prophet_comm_t *c)
     c->gpu.x = NULL;
     while (c->gpu.event_pool_n)
         prophet_cu.EventDestroy(c->gpu.event_pool[--c->gpu.event_pool_n]);
+    for (; c->loop.mark_n; c->loop.mark_n--) { /* the closed loop's marks not yet timed */
+        prophet_loop_mark_t *mk = &c->loop.marks[c->loop.mark_head];
+        if (mk->ev)
+            prophet_cu.EventDestroy(mk->ev);
+        c->loop.mark_head = (c->loop.mark_head + 1) % PROPHET_LOOP_MARKS;
+    }
     while (c->blocks.spare) {
         prophet_inflight_t *f = c->blocks.spare;
         c->blocks.spare = f->next;

@@ -126,6 +126,18 @@ typedef struct prophet_comm_blocks {
     uint32_t spare_n;
 } prophet_comm_blocks_t;
 
+/* Rank 0: an event recorded at an iteration's first call, on its stream. The GPU time between two
+ * consecutive marks is the iteration's time as the GPU ran it, under the plan that scheduled its
+ * calls, however far the host ran ahead (closed_loop.c). */
+#define PROPHET_LOOP_MARKS 16
+typedef struct prophet_loop_mark {
+    CUevent ev; /* NULL: none recorded (the host instant stands in) */
+    uint64_t iteration;
+    int64_t host_us; /* the host instant of the first call */
+    uint32_t cand;   /* the candidate in force for the iteration */
+    int clean;       /* the iteration is a sample (set at its end: an extra call clears it) */
+} prophet_loop_mark_t;
+
 /* The closed loop (closed_loop.c): which candidate's plan is in force, whether it holds nothing,
  * and on rank 0 the trials and the iteration times that feed them. */
 typedef struct prophet_comm_loop {
@@ -144,6 +156,9 @@ typedef struct prophet_comm_loop {
     int64_t iter_start_us; /* rank 0: first call of the current iteration (0: none) */
     int iter_clean;        /* rank 0: the current iteration's time is a sample */
     uint32_t iter_cand;    /* rank 0: the candidate in force during it */
+    prophet_loop_mark_t marks[PROPHET_LOOP_MARKS]; /* rank 0: the iterations not yet timed */
+    uint32_t mark_head, mark_n;
+    uint64_t gpu_samples, host_samples; /* rank 0: samples timed by the GPU, by the host */
 } prophet_comm_loop_t;
 
 typedef struct prophet_stats {

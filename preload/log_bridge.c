@@ -128,6 +128,12 @@ void prophet_logb_net(prophet_comm_t *c, double probe_Bps)
     prophet_log_net(c->log, prophet_now_us(), &net, probe_Bps);
 }
 
+void prophet_logb_sample(prophet_comm_t *c, const prophet_log_sample_t *s)
+{
+    if (c->log)
+        prophet_log_sample(c->log, s);
+}
+
 void prophet_logb_close(prophet_comm_t *c)
 {
     if (c->log)

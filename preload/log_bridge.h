@@ -3,6 +3,7 @@
 #define PROPHET_LOG_BRIDGE_H
 
 #include "comm_state.h"
+#include "prophet/log.h"
 
 void prophet_logb_open(prophet_comm_t *c);
 void prophet_logb_call(prophet_comm_t *c, const prophet_inflight_t *f, uint32_t i, int64_t ready_us,
@@ -10,6 +11,7 @@ void prophet_logb_call(prophet_comm_t *c, const prophet_inflight_t *f, uint32_t 
 void prophet_logb_profile(prophet_comm_t *c);
 void prophet_logb_plan(prophet_comm_t *c, uint64_t from_iter, const prophet_plan_t *p);
 void prophet_logb_net(prophet_comm_t *c, double probe_Bps);
+void prophet_logb_sample(prophet_comm_t *c, const prophet_log_sample_t *s);
 void prophet_logb_close(prophet_comm_t *c);
 
 #endif

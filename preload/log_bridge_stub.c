@@ -32,6 +32,11 @@ void prophet_logb_net(prophet_comm_t *c, double probe_Bps)
     (void)c, (void)probe_Bps;
 }
 
+void prophet_logb_sample(prophet_comm_t *c, const prophet_log_sample_t *s)
+{
+    (void)c, (void)s;
+}
+
 void prophet_logb_close(prophet_comm_t *c)
 {
     c->log = NULL;

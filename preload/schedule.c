@@ -460,12 +460,12 @@ static ncclResult_t prophet_allreduce_in(prophet_comm_t *c, const void *sendbuff
     if (flags >= 0 && (flags & PROPHET_LEARN_EXTRA))
         goto passthrough;
     if (flags >= 0 && (flags & PROPHET_LEARN_ITER_START)) {
-        prophet_loop_iter_start(c, k.arrival_us);
+        prophet_loop_iter_start(c, k.iteration, k.arrival_us);
         prophet_agreement_step(c, k.iteration);
         if (c->error != ncclSuccess)
             goto failed;
         prophet_measure_step(c, k.iteration);
-        prophet_loop_iter_mark(c, k.iteration);
+        prophet_loop_iter_mark(c, k.iteration, k.stream);
     }
     if (c->passthrough)
         goto passthrough;

@@ -274,25 +274,27 @@ static void drift_check(prophet_trials_t *t, double backward_us)
     }
 }
 
-void prophet_trials_sample(prophet_trials_t *t, uint32_t in_force, double iter_us, double probe_Bps,
-                           double backward_us)
+int prophet_trials_sample(prophet_trials_t *t, uint32_t in_force, double iter_us, double probe_Bps,
+                          double backward_us)
 {
     if (!t || !(iter_us > 0) || in_force != t->current)
-        return;
+        return PROPHET_TRIAL_SAMPLE_IGNORED;
     if (t->phase == PROPHET_TRIAL_RUNNING) {
-        if (t->n_win < PROPHET_TRIAL_SAMPLES_MAX)
-            t->win[t->n_win++] = iter_us;
+        if (t->n_win >= PROPHET_TRIAL_SAMPLES_MAX)
+            return PROPHET_TRIAL_SAMPLE_IGNORED;
+        t->win[t->n_win++] = iter_us;
         if (probe_Bps > 0 && t->n_win_probe < PROPHET_TRIAL_SAMPLES_MAX)
             t->win_probe[t->n_win_probe++] = probe_Bps;
-        return;
+        return PROPHET_TRIAL_SAMPLE_WINDOW;
     }
     if (t->phase != PROPHET_TRIAL_CHOSEN || t->restart)
-        return;
+        return PROPHET_TRIAL_SAMPLE_IGNORED;
     push_recent(t->recent, &t->n_recent, iter_us);
     t->kept_for_us += iter_us;
     if (probe_Bps > 0 && t->kept_for_us >= PROPHET_TRIAL_PROBE_SETTLE_US)
         push_recent(t->recent_probe, &t->n_recent_probe, probe_Bps);
     drift_check(t, backward_us);
+    return PROPHET_TRIAL_SAMPLE_DRIFT;
 }
 
 /* Closes the window of the candidate being timed: 1 when it is judged (figure set or given up). */

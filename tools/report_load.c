@@ -226,6 +226,26 @@ static int load_net(ctx_t *c, json_t *r, const char *where, rep_log_t *log)
     return 0;
 }
 
+/* A closed-loop sample (rank 0): checked and counted. */
+static int load_sample(ctx_t *c, json_t *r, const char *where, rep_log_t *log)
+{
+    long long it, taken;
+    double us;
+    char cand[24], clock[8], use[16];
+
+    if (get_int(c, r, where, "iteration", 0, TIME_MAX, &it) ||
+        get_int(c, r, where, "taken_at", it, TIME_MAX, &taken) ||
+        get_str(c, r, where, "candidate", cand, sizeof(cand)) ||
+        get_num(c, r, where, "us", 1, &us) || get_str(c, r, where, "clock", clock, sizeof(clock)) ||
+        get_str(c, r, where, "use", use, sizeof(use)))
+        return -1;
+    if (strcmp(clock, "gpu") && strcmp(clock, "host"))
+        return fail(c, "%s.clock: \"%s\" is neither gpu nor host", where, clock);
+    log->n_samples++;
+    log->n_samples_gpu += !strcmp(clock, "gpu");
+    return 0;
+}
+
 static int load_plan(ctx_t *c, json_t *r, const char *where, rep_log_t *log)
 {
     rep_plan_t p = {0};
@@ -395,6 +415,8 @@ static int load_records(ctx_t *c, json_t *root, rep_log_t *log)
             rc = load_net(c, r, where, log);
         else if (!strcmp(kind, "plan"))
             rc = load_plan(c, r, where, log);
+        else if (!strcmp(kind, "sample"))
+            rc = load_sample(c, r, where, log);
         else if (!strcmp(kind, "iteration"))
             rc = load_iteration(c, r, where, log);
         else

@@ -354,9 +354,12 @@ int prophet_trials_begin(prophet_trials_t *t, const uint32_t *cands, uint32_t n)
 /* One clean iteration time of candidate `in_force` (the candidate whose plan ran it), with the
  * eBPF throughput then (< 0: none) and the profile's backward span (<= 0: unknown). In a round,
  * a sample of the candidate being timed joins its window; once chosen, samples feed the drift
- * check, which sets restart. */
-void prophet_trials_sample(prophet_trials_t *t, uint32_t in_force, double iter_us, double probe_Bps,
-                           double backward_us);
+ * check, which sets restart. Returns PROPHET_TRIAL_SAMPLE_*. */
+#define PROPHET_TRIAL_SAMPLE_IGNORED 0 /* not the candidate being timed, or not a figure */
+#define PROPHET_TRIAL_SAMPLE_WINDOW 1  /* joined the window of the candidate being timed */
+#define PROPHET_TRIAL_SAMPLE_DRIFT 2   /* fed the kept plan's drift check */
+int prophet_trials_sample(prophet_trials_t *t, uint32_t in_force, double iter_us, double probe_Bps,
+                          double backward_us);
 /* At an agreement: closes the current window and decides which candidate the next plan is,
  * filling *out (candidate, phase, round, next_in, the judged figure). */
 void prophet_trials_decide(prophet_trials_t *t, prophet_plan_trial_t *out);

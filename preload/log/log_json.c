@@ -92,6 +92,17 @@ json_t *prophet_log_json_net(int64_t t_us, const prophet_net_t *net, double prob
                      num(probe_Bps));
 }
 
+json_t *prophet_log_json_sample(const prophet_log_sample_t *s)
+{
+    static const char *const use[] = {"ignored", "window", "drift"};
+
+    return json_pack("{s:s, s:I, s:I, s:s, s:o, s:s, s:s}", "kind", "sample", "iteration",
+                     (json_int_t)s->iteration, "taken_at", (json_int_t)s->taken_at, "candidate",
+                     prophet_cand_name(s->candidate), "us", num(s->us), "clock",
+                     s->gpu ? "gpu" : "host", "use",
+                     (unsigned)s->use < sizeof(use) / sizeof(use[0]) ? use[s->use] : "ignored");
+}
+
 /* The closed loop's part of a plan record (docs/log-schema.md), NULL for a fixed policy. */
 static json_t *prophet_log_json_trial(const prophet_plan_trial_t *t)
 {

@@ -13,6 +13,7 @@ json_t *prophet_log_json_meta(const prophet_log_meta_t *m, uint64_t iter_begin, 
 json_t *prophet_log_json_profile(uint64_t iteration, const prophet_profile_t *p);
 json_t *prophet_log_json_net(int64_t t_us, const prophet_net_t *net, double probe_Bps);
 json_t *prophet_log_json_plan(uint64_t from_iteration, const prophet_plan_t *plan);
+json_t *prophet_log_json_sample(const prophet_log_sample_t *s);
 json_t *prophet_log_json_iteration(uint64_t iteration, const prophet_log_call_t *calls, size_t n,
                                    uint64_t dropped_total);
 /* qsort order of the calls of an iteration record: index, then communicator, then arrival. */

@@ -19,7 +19,7 @@
 #define STALE_ITERATION_US 200000 /* an iteration untouched this long is written out */
 #define MAX_PENDING 16            /* iterations held open at once */
 
-typedef enum cold_kind { COLD_PROFILE, COLD_NET, COLD_PLAN } cold_kind_t;
+typedef enum cold_kind { COLD_PROFILE, COLD_NET, COLD_PLAN, COLD_SAMPLE } cold_kind_t;
 
 typedef struct cold_rec {
     struct cold_rec *next;
@@ -192,6 +192,9 @@ static void write_cold(prophet_log_writer_t *w, cold_rec_t *r)
         break;
     case COLD_PLAN:
         write_record(w, prophet_log_json_plan(r->iteration, r->body));
+        break;
+    case COLD_SAMPLE:
+        write_record(w, prophet_log_json_sample(r->body));
         break;
     }
 }
@@ -418,6 +421,16 @@ void prophet_log_plan(prophet_log_writer_t *w, uint64_t from_iteration, const pr
     if (!r)
         return;
     r->iteration = from_iteration;
+    push_cold(w, r);
+}
+
+void prophet_log_sample(prophet_log_writer_t *w, const prophet_log_sample_t *s)
+{
+    if (!w || !s)
+        return;
+    cold_rec_t *r = new_cold(COLD_SAMPLE, s, sizeof(*s));
+    if (!r)
+        return;
     push_cold(w, r);
 }
 

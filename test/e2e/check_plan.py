@@ -17,10 +17,14 @@ usage: check_plan.py LOGDIR NRANKS MODE
           one straight to NCCL under passthrough) must have been checked.
   trials  held, and the closed loop's trials (preload/closed_loop.c, sched/trials.c) add up on
           rank 0's log: each trial plan's candidate is in force for its window (the agreements
-          next_in iterations apart), each judged figure is the median of the clean iteration
-          times that the log itself shows for that window (first call to first call; every sample
-          checked where its iterations were logged), and each round's choice is the lowest figure
-          (passthrough within TIE of it), a leader other than passthrough kept only after it and
+          next_in iterations apart), each `sample` record (an iteration's GPU time, first call to
+          first call) names the candidate in force for its iteration and matches the logged first
+          calls' ready instants where both were logged, each judged figure is the median of the
+          samples its window used (`use: window`, taken after the agreement that put the
+          candidate in force and up to the judging one), and each round's choice is the lowest figure
+          (passthrough within TIE of it, then the incumbent, the plan kept before, within TIE of
+          that; the incumbent timed with the blocks it was kept with; never a kept plan slower
+          than the incumbent), a leader other than passthrough kept only after it and
           passthrough were timed again and only on those fresh figures (and on the runner-up's,
           timed again when the leader won and its first figure was within NEAR of the leader's:
           the lowest other figure but passthrough's), the choice announced
@@ -41,6 +45,9 @@ TIE = 0.02  # PROPHET_TRIAL_TIE (include/prophet/sched.h)
 NOISE_Z = 2.0  # PROPHET_TRIAL_NOISE_Z
 CANDIDATES = ["optimal", "passthrough", "prophet", "fusion", "buckets", "optimal-alpha4",
               "optimal-bw2"]  # PROPHET_CAND_* in order
+# the loop's mark and the first call's ready event are two records in a row on one stream: their
+# GPU instants differ by the time the stream takes between them
+MARK_TOL_US = 50
 NEAR = 0.10  # PROPHET_TRIAL_NEAR: a runner-up this near the leader is timed again too
 ROUND_BOUND = (len(CANDIDATES) + 3) * 2 * 6 + 2  # PROPHET_TRIAL_ROUND_BOUND (+3: the confirmation)
 
@@ -142,20 +149,33 @@ def check_trials(d):
     loop = [p for p in plans if p.get("trial")]
     if not loop:
         fail("rank 0: no plan carries a trial part (the closed loop did not run)")
-    start = {}  # iteration -> arrival of its first call
+    # iteration -> the GPU instant its first call was ready: the closed loop's mark is recorded
+    # on the same stream right before that call's ready event (preload/closed_loop.c)
+    start = {}
     for x in d["records"]:
         if x["kind"] == "iteration":
             for c in x["calls"]:
-                if c["index"] == 0:
-                    start[x["iteration"]] = c["arrival_us"]
-    agreements = {p["from_iteration"] - 2 for p in plans}
-    last = max(start) if start else 0
+                if c["index"] == 0 and c.get("ready_us"):
+                    start[x["iteration"]] = c["ready_us"]
 
     def in_force(i):
         f = [p for p in plans if p["from_iteration"] <= i]
         return f[-1] if f else None
 
+    recs = [x for x in d["records"] if x["kind"] == "sample"]
+    for x in recs:  # each sample: the candidate in force, the GPU time the log shows
+        f = in_force(x["iteration"])
+        if not f or not f.get("trial") or f["trial"]["candidate"] != x["candidate"]:
+            fail("rank 0: iteration %d timed as %s, but %s was in force" %
+                 (x["iteration"], x["candidate"], f and f.get("trial", {}).get("candidate")))
+        i = x["iteration"]
+        if x["clock"] == "gpu" and i in start and i + 1 in start:
+            span = start[i + 1] - start[i]
+            if abs(span - x["us"]) > max(MARK_TOL_US, 0.01 * span):
+                fail("rank 0: iteration %d timed %.0f us, the log's first calls %.0f us apart on "
+                     "the GPU" % (i, x["us"], span))
     samples, current, figs, rounds, checked, round_start = [], None, {}, 0, 0, None
+    win_start = None  # the agreement whose decision put `current` in force
     spread, conf, conf_spread = {}, {}, {}
     kept, inc = None, None  # (candidate, blocks) of the last kept plan; this round's incumbent
     timed = {}  # (round, candidate) -> the blocks of its first plan in that round
@@ -182,24 +202,25 @@ def check_trials(d):
             if jd["candidate"] != current:
                 fail("rank 0: plan v%d judges %s, the candidate timed was %s" %
                      (p["version"], jd["candidate"], current))
-            if len(samples) != jd["samples"] and all(s is not None for s in samples):
-                fail("rank 0: plan v%d: %s's window had %d clean iterations in the log, the "
-                     "preload counted %d" % (p["version"], current, len(samples), jd["samples"]))
-            if samples and all(s is not None for s in samples):
+            # the window's samples: those of the candidate taken after the agreement that put it
+            # in force and up to this one (taken at an iteration's first call, before its
+            # agreement step)
+            samples = [x["us"] for x in recs if x["use"] == "window" and
+                       x["candidate"] == current and win_start < x["taken_at"] <= k]
+            if len(samples) != jd["samples"]:
+                fail("rank 0: plan v%d: %s's window has %d samples in the log, the preload "
+                     "counted %d" % (p["version"], current, len(samples), jd["samples"]))
+            if samples:
                 m = median(samples)
                 if abs(m - jd["median_us"]) > 1:
-                    fail("rank 0: plan v%d: %s measured %d us, the log's iterations give %.1f us "
-                         "(%s)" % (p["version"], current, jd["median_us"], m, samples))
+                    fail("rank 0: plan v%d: %s measured %d us, its samples give %.1f us (%s)" %
+                         (p["version"], current, jd["median_us"], m, samples))
                 checked += 1
-            se = figure_se(samples) if samples and all(s is not None for s in samples) else None
+            se = figure_se(samples) if samples else None
             if current in figs:  # its second window of the round: the confirmation's
                 conf[current], conf_spread[current] = jd["median_us"], se
             else:
                 figs[current], spread[current] = jd["median_us"], se
-            samples = []
-        elif (current != t["candidate"] or t["phase"] == "chosen" or
-              loop[j - 1]["trial"]["phase"] != "trial" or loop[j - 1]["trial"]["round"] != t["round"]):
-            samples = []  # a new candidate, a new round (trials.c: begin) or the choice
         if t["phase"] == "trial" and (j == 0 or loop[j - 1]["trial"]["round"] != t["round"]):
             figs, spread, conf, conf_spread, round_start = {}, {}, {}, {}, k
             # a restarted round measures the kept plan as it was agreed (unless the profile changed)
@@ -235,16 +256,9 @@ def check_trials(d):
             rounds += 1
         if t["phase"] == "chosen":
             kept = (t["candidate"], blocks, p["n_calls"])
+        if t["candidate"] != current or t["phase"] == "chosen" or t["judged"] is not None:
+            win_start = k  # a window (re)begins: samples taken after this agreement
         current = t["candidate"]
-        # this plan's samples: iterations i from its agreement on (attributed to `current` when
-        # the plan in force ran them as `current`), fed up to the next agreement
-        end = loop[j + 1]["from_iteration"] - 2 if j + 1 < len(loop) else last
-        for i in range(k, end):
-            f = in_force(i)
-            if (f is None or not f.get("trial") or f["trial"]["candidate"] != current or
-                    i in agreements or i % every_of(f) == 0):
-                continue
-            samples.append(start[i + 1] - start[i] if i in start and i + 1 in start else None)
     return rounds, checked
 
 

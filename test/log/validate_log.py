@@ -103,6 +103,9 @@ def semantic(doc):
             for j, st in enumerate(r["steps"]):
                 if not st["first"] <= st["last"] < r["n_calls"]:
                     raise Invalid("%s.steps[%d]: outside the calls" % (where, j))
+        elif k == "sample":
+            if r["taken_at"] < r["iteration"]:
+                raise Invalid(where + ": taken_at before the iteration it times")
         elif k == "plan":
             if len(r["blocks"]) != r["n_blocks"]:
                 raise Invalid(where + ": n_blocks does not match blocks")
