@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "closed_loop.h"
+#include "comm_state.h"
 #include "cuda_driver.h"
 #include "log_bridge.h"
 #include "log_line.h"

@@ -185,6 +185,9 @@ typedef struct prophet_comm {
     uint64_t id; /* creation order in the process: the same on every rank */
     int rank, nranks;
     _Atomic int alive;
+    /* cuda_hold.c: the newest block generation a GPU gate was placed for (a consumer queued on the
+     * GPU behind that block); the stall guard warns only about a block the GPU waits for */
+    _Atomic uint32_t gated_gen;
     int blocking;          /* from the config at creation (non-blocking comms pass through) */
     int setup;             /* 0 not yet, 1 done, -1 failed (passthrough) */
     int passthrough;       /* scheduling off for this comm: set where every rank does the same (the

@@ -473,8 +473,15 @@ static void hold_rec_settle(hold_rec_t *r)
 /* Stream `real` waits for block d (open or released) unless it has already completed. */
 static CUresult hold_gate(CUstream real, const hold_dep_t *d)
 {
+    uint32_t g;
+
     if (hold_complete(d))
         return CUDA_SUCCESS;
+    g = atomic_load_explicit(&d->c->gated_gen, memory_order_relaxed);
+    while ((int32_t)(d->gen - g) > 0 &&
+           !atomic_compare_exchange_weak_explicit(&d->c->gated_gen, &g, d->gen,
+                                                  memory_order_relaxed, memory_order_relaxed))
+        ;
     return prophet_cu.StreamWaitValue32(real, d->c->gpu.gate_dev, d->gen, CU_STREAM_WAIT_VALUE_GEQ);
 }
 

@@ -126,7 +126,10 @@ static void prophet_poll_inflight(prophet_comm_t *c)
     }
 }
 
-/* The stall guard: one WARN per held block whose next member is late. It only reports; the
+/* The stall guard: one WARN per held block whose next member is late while the GPU waits for it
+ * (a consumer of a held result is queued behind the block's gate: cuda_hold.c sets gated_gen).
+ * A block that is merely open while the host is between two steps keeps the GPU busy with other
+ * work, and is no stall. It only reports; the
  * block is released at the next program-order point like any other. It cannot desynchronise the
  * ranks because it changes nothing that reaches NCCL: a release driven by this rank's clock would
  * group this rank's operations differently from its peers' (NCCL spreads a group's collectives
@@ -139,14 +142,15 @@ static void prophet_stall_check(prophet_comm_t *c, int64_t now)
     const prophet_member_t *m;
 
     if (b->n == 0 || b->stall_warned ||
-        now - b->last_arrival_us < (int64_t)prophet_cfg.stall_ms * 1000)
+        now - b->last_arrival_us < (int64_t)prophet_cfg.stall_ms * 1000 ||
+        atomic_load_explicit(&c->gated_gen, memory_order_relaxed) != c->gpu.gate_gen + 1)
         return;
     m = &b->m[b->n - 1];
     c->blocks.pending.stall_warned = 1;
     c->stats.stall_warnings++;
     prophet_msg(PROPHET_LOG_WARN,
                 "comm %lu iteration %lu: block %u held %ld ms after call #%u (allreduce count=%zu "
-                "%s); waiting for call #%u",
+                "%s) while the GPU waits for it; waiting for call #%u",
                 (unsigned long)c->id, (unsigned long)m->iteration, b->number,
                 (long)((now - b->last_arrival_us) / 1000), m->index, m->count,
                 prophet_dtype_name(m->dtype), m->index + 1);

@@ -130,10 +130,12 @@ CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int f
     op->u.mark.mark = m;
     op->u.mark.timing = !(e->flags & CU_EVENT_DISABLE_TIMING);
     /* Hold the event lock across submit so that concurrent records of one event leave the
-     * event pointing at the one queued last. */
+     * event pointing at the one queued last. The wait for room in the queue comes first: work
+     * on the stream may read this event (emuEventTimestampNs) and needs its lock to finish. */
+    emu_stream_wait_room(s);
     pthread_mutex_lock(&e->lock);
     uint64_t seq = 0;
-    rc = emu_stream_submit(s, op, &seq);
+    rc = emu_stream_submit_now(s, op, &seq);
     struct emu_mark *old = NULL;
     if (!rc && seq) {
         old = e->last;

@@ -52,6 +52,9 @@ CUresult cuInit(unsigned int Flags)
         emu_g.record_ns = (unsigned)emu_env_int("EMU_CUDA_RECORD_NS", 2500, 0, 1000000);
         emu_g.record_notiming_ns =
             (unsigned)emu_env_int("EMU_CUDA_RECORD_NOTIMING_NS", 250, 0, 1000000);
+        /* a real GPU blocks a launch once its push buffer is full: commonly measured, about 1024
+         * pending launches; 0 = unbounded */
+        emu_g.queue_depth = (unsigned)emu_env_int("EMU_CUDA_QUEUE_DEPTH", 1024, 0, 1 << 30);
         atomic_store_explicit(&emu_g.initialized, 1, memory_order_release);
     }
     pthread_mutex_unlock(&emu_g.lock);

@@ -78,6 +78,8 @@ struct emu_global {
                          * in the caller, with no hand-off to the stream thread */
     unsigned record_ns; /* EMU_CUDA_RECORD_NS: host time of a record on an idle stream */
     unsigned record_notiming_ns; /* EMU_CUDA_RECORD_NOTIMING_NS: the same, timing disabled */
+    unsigned queue_depth; /* EMU_CUDA_QUEUE_DEPTH, default 1024, 0 = unbounded: most operations a
+                           * stream holds pending before a launch blocks the host (push buffer) */
 };
 extern struct emu_global emu_g;
 
@@ -228,8 +230,18 @@ struct CUstream_st *emu_stream_alloc(struct CUctx_st *ctx, unsigned flags, int p
 CUresult emu_stream_get(CUstream h, struct CUstream_st **out);
 void emu_stream_put(struct CUstream_st *s);
 /* Queue op on s (or record it into the graph while capturing). Takes ownership of op on
- * success. *seq (optional) gets the op's position, 0 when captured. */
+ * success. *seq (optional) gets the op's position, 0 when captured. First waits for room in the
+ * stream's queue (emu_stream_wait_room). */
 CUresult emu_stream_submit(struct CUstream_st *s, struct emu_op *op, uint64_t *seq);
+/* emu_stream_submit without the wait for room: for a caller that waited already and holds a lock
+ * that the stream's work may need (an event's, while recording it). */
+CUresult emu_stream_submit_now(struct CUstream_st *s, struct emu_op *op, uint64_t *seq);
+/* The bounded queue (EMU_CUDA_QUEUE_DEPTH = D, a real driver's push buffer): blocks the calling
+ * host thread while s holds D or more pending operations (queued or running, internal waits not
+ * counted), until it finishes one. Never blocks a stream's own thread (a host function or kernel
+ * that launches work), nor for a stream that is being captured or destroyed. Call with no lock
+ * held. Threads that launch onto one stream at once may each pass with the last free slot. */
+void emu_stream_wait_room(struct CUstream_st *s);
 /* Drain the queue and join the stream's thread. */
 void emu_stream_shutdown(struct CUstream_st *s);
 void emu_stream_wait_seq(struct CUstream_st *s, uint64_t seq);

@@ -65,9 +65,14 @@ CUresult emu_stream_get(CUstream h, struct CUstream_st **out)
     return rc;
 }
 
+/* Set on every stream's own thread: work it launches never waits for room (emu_stream_wait_room).
+ */
+static __thread int emu_tls_stream_thread;
+
 static void *emu_stream_main(void *arg)
 {
     struct CUstream_st *s = arg;
+    emu_tls_stream_thread = 1;
     for (;;) {
         pthread_mutex_lock(&s->lock);
         while (!s->head && !s->stopping)
@@ -174,7 +179,33 @@ static void emu_spin_until(uint64_t t_end)
     }
 }
 
+/* Whether s can take one more operation without exceeding EMU_CUDA_QUEUE_DEPTH. */
+static int emu_stream_has_room(void *arg)
+{
+    struct CUstream_st *s = arg;
+    pthread_mutex_lock(&s->lock);
+    uint64_t pending = s->user_submitted - atomic_load_explicit(&s->executed, memory_order_acquire);
+    int room = pending < emu_g.queue_depth || s->stopping ||
+               s->cap_status != CU_STREAM_CAPTURE_STATUS_NONE;
+    pthread_mutex_unlock(&s->lock);
+    return room;
+}
+
+void emu_stream_wait_room(struct CUstream_st *s)
+{
+    if (!emu_g.queue_depth || emu_tls_stream_thread)
+        return;
+    /* the stream's thread notifies after every operation it finishes */
+    emu_wait(emu_stream_has_room, s, 0);
+}
+
 CUresult emu_stream_submit(struct CUstream_st *s, struct emu_op *op, uint64_t *seq)
+{
+    emu_stream_wait_room(s);
+    return emu_stream_submit_now(s, op, seq);
+}
+
+CUresult emu_stream_submit_now(struct CUstream_st *s, struct emu_op *op, uint64_t *seq)
 {
     CUresult rc = CUDA_SUCCESS;
     uint64_t pos = 0, t0 = 0;

@@ -262,6 +262,12 @@ static int ddp_wait_all(struct emu_rank *r)
     return 0;
 }
 
+static int ddp_job_stream(struct emu_rank *r, CUstream *s)
+{
+    *s = ((struct ddp *)r->mode)->pg;
+    return 0;
+}
+
 static void ddp_fini(struct emu_rank *r)
 {
     struct ddp *m = r->mode;
@@ -282,5 +288,6 @@ const struct emu_mode_ops emu_mode_ddp = {
     .end_backward = ddp_end,
     .wait_all = ddp_wait_all,
     .wait_grad = ddp_wait_grad,
+    .job_stream = ddp_job_stream,
     .fini = ddp_fini,
 };

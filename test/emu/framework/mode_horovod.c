@@ -317,6 +317,19 @@ static int hvd_wait_all(struct emu_rank *r)
     return 0;
 }
 
+/* The Horovod stream, once the background thread has issued every response of the iteration
+ * (after that it makes no NCCL call until the next iteration's gradients are enqueued), so that the
+ * job's own call comes at the same point of every rank's sequence. */
+static int hvd_job_stream(struct emu_rank *r, CUstream *s)
+{
+    struct hvd *m = r->mode;
+
+    if (wait_issued(r, m, seq_of(r, r->iter + 1, 0)))
+        return -1;
+    *s = m->stream;
+    return 0;
+}
+
 static void hvd_fini(struct emu_rank *r)
 {
     struct hvd *m = r->mode;
@@ -352,5 +365,6 @@ const struct emu_mode_ops emu_mode_horovod = {
     .end_backward = hvd_end,
     .wait_all = hvd_wait_all,
     .wait_grad = hvd_wait_grad,
+    .job_stream = hvd_job_stream,
     .fini = hvd_fini,
 };

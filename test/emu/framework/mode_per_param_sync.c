@@ -90,6 +90,13 @@ static int pps_end(struct emu_rank *r)
     return 0;
 }
 
+/* The calls' stream: the compute stream itself with --current-stream. */
+static int pps_job_stream(struct emu_rank *r, CUstream *s)
+{
+    *s = r->opt->current_stream ? r->compute : ((struct per_param_sync *)r->mode)->pg;
+    return 0;
+}
+
 static void pps_fini(struct emu_rank *r)
 {
     struct per_param_sync *m = r->mode;
@@ -109,5 +116,6 @@ const struct emu_mode_ops emu_mode_per_param_sync = {
     .end_backward = pps_end,
     .wait_all = pps_nothing,
     .wait_grad = pps_wait_grad,
+    .job_stream = pps_job_stream,
     .fini = pps_fini,
 };

@@ -86,6 +86,12 @@ static int per_tensor_wait_all(struct emu_rank *r)
     return 0;
 }
 
+static int per_tensor_job_stream(struct emu_rank *r, CUstream *s)
+{
+    *s = ((struct per_tensor *)r->mode)->pg;
+    return 0;
+}
+
 static void per_tensor_fini(struct emu_rank *r)
 {
     struct per_tensor *m = r->mode;
@@ -107,5 +113,6 @@ const struct emu_mode_ops emu_mode_per_tensor = {
     .end_backward = per_tensor_end,
     .wait_all = per_tensor_wait_all,
     .wait_grad = per_tensor_wait_grad,
+    .job_stream = per_tensor_job_stream,
     .fini = per_tensor_fini,
 };

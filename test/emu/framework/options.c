@@ -65,7 +65,9 @@ static const char usage_text[] =
     "                out on its Horovod stream; a tensor above the threshold goes alone.\n"
     "    --wait all: the next forward waits for every all-reduce; the host synchronises and\n"
     "    checks all gradients at the end of each iteration. --wait per-layer: layer i's forward\n"
-    "    kernel waits only on the all-reduce of gradient i and checks it when it runs.\n"
+    "    kernel waits only on the all-reduce of gradient i and checks it when it runs. --wait\n"
+    "    none: the same, but the host does not synchronise at the end of the iteration.\n"
+    "    Training-loop extras: --loss-every, --eval-every, --tp-comm, --accumulate.\n"
     "\n"
     "OPTIONS\n"
     "    --ranks N            number of rank processes, 1..64 (required)\n"
@@ -93,7 +95,38 @@ static const char usage_text[] =
     "                         are numbered from 0 including warm-up ones.\n"
     "    --json OUT           write a JSON summary object to OUT ('-' = stdout; the summary\n"
     "                         line then goes to stderr)\n"
-    "    --wait all|per-layer what the next iteration's forward waits for (default all)\n"
+    "    --wait all|per-layer|none  what the next iteration's forward waits for (default all).\n"
+    "                         none: as per-layer (layer i's kernel waits for gradient i's\n"
+    "                         all-reduce and checks it), but no host synchronisation at the end\n"
+    "                         of an iteration: the host runs ahead of the GPU, as PyTorch does\n"
+    "                         when nothing calls .item(), until the emulated driver's bounded\n"
+    "                         stream queue (EMU_CUDA_QUEUE_DEPTH) blocks a launch; everything is\n"
+    "                         drained and checked after the last iteration\n"
+    "    --loss-every K       at the end of every K-th iteration (iterations K-1, 2K-1, ...,\n"
+    "                         after its gradient all-reduces were issued) a loss all-reduce: a\n"
+    "                         kernel on the compute stream writes the rank's loss, the gradients'\n"
+    "                         process-group stream waits for it (event), one 1-element fp32\n"
+    "                         ncclAllReduce(sum) on the gradients' communicator and that stream,\n"
+    "                         then cuStreamSynchronize of that stream (loss.item()) and an exact\n"
+    "                         check of the sum, 1..100000 (default off)\n"
+    "    --eval-every K       after every K-th iteration an evaluation phase: kernels write the\n"
+    "                         metrics, then three all-reduces(sum) of 1 and 4 fp32 elements and\n"
+    "                         of 2 ncclInt64 elements on the gradients' communicator and stream,\n"
+    "                         cuStreamSynchronize of that stream and exact checks, 1..100000\n"
+    "                         (default off)\n"
+    "    --eval-calls N       the evaluation phase issues its three all-reduces N times, 1..64\n"
+    "                         (default 1)\n"
+    "    --tp-comm N          a second communicator, the tensor-parallel one (ncclCommSplit of\n"
+    "                         the gradients' communicator, every rank in it): N fp32\n"
+    "                         all-reduces(sum) per forward + backward pass, N/2 spread over the\n"
+    "                         forward layers and the rest over the backward ones, each on the\n"
+    "                         compute stream itself and read and checked by the next compute\n"
+    "                         kernel (Megatron-style), 1..4096 (default off)\n"
+    "    --tp-elements E      elements of each --tp-comm all-reduce, 1..4194304 (default 256)\n"
+    "    --accumulate M       gradient accumulation: M forward + backward micro-steps per\n"
+    "                         iteration; the first M-1 issue no all-reduce (DDP's no_sync()),\n"
+    "                         the last one all-reduces as usual. Each micro-step writes other\n"
+    "                         values; the last one's sums are checked, 1..64 (default 1)\n"
     "    --scale S            multiplies every modelled time: forward_us, backward_us, ready_us\n"
     "                         and --cycle-ms (default 1.0; 0 < S <= 1000). 0.05 turns\n"
     "                         ResNet-50's 99 ms iteration into about 5 ms of compute.\n"
@@ -161,8 +194,12 @@ static const char usage_text[] =
     "    on rank 0, the median of the per-iteration maximum over ranks, calls and bytes per\n"
     "    iteration. Iteration time is measured on each rank from the start of the iteration to\n"
     "    the host synchronisation at its end (--wait all: all results checked; per-layer: the\n"
-    "    compute stream has finished backward). --json OUT writes {\"mode\", \"ranks\", "
-    "\"profile\",\n"
+    "    compute stream has finished backward); --wait none: from its start to the end of its\n"
+    "    launches, i.e. the time between consecutive iteration starts on the host, which the\n"
+    "    bounded driver queue paces at the GPU's rate in steady state (the final drain is\n"
+    "    \"drain_us\"). At the end each rank prints, per communicator, the all-reduce and\n"
+    "    broadcast calls that reached the emulated NCCL (in total and after the warm-up) and\n"
+    "    those the job issued. --json OUT writes {\"mode\", \"ranks\", \"profile\",\n"
     "    \"iters\", \"warmup\", \"iteration_us\" (rank 0, measured iterations), "
     "\"iteration_max_us\",\n"
     "    \"median_us\", \"mean_us\", \"median_max_us\", \"calls_per_iter\", \"bytes_per_iter\" "
@@ -171,7 +208,14 @@ static const char usage_text[] =
     "    (per rank, -1 for the killed one), \"max_survivor_exit_s\", \"survivors_failed\"} with\n"
     "    --kill-rank and \"rss\" {\"at_iter\", \"warm_kb\", \"end_kb\", \"heap_warm_kb\",\n"
     "    \"heap_end_kb\" (per rank), \"max_heap_growth_kb\",\n"
-    "    \"max_growth_kb\"} with --rss. Errors go to stderr, one line each, prefixed\n"
+    "    \"max_growth_kb\"} with --rss, \"max_run_ahead\" and \"drain_us\" (per rank), \"nccl\"\n"
+    "    {\"grad\", \"tp\" (--tp-comm): {\"allreduce\", \"allreduce_after_warmup\", "
+    "\"broadcast\",\n"
+    "    \"broadcast_after_warmup\", \"job_allreduce\", \"job_broadcast\"} (per rank)} and "
+    "\"extras\"\n"
+    "    {the option values, \"loss_allreduces\", \"loss_checked\", \"eval_allreduces\",\n"
+    "    \"eval_checked\", \"tp_allreduces\", \"tp_checked\", \"micro_steps\" (per rank)}.\n"
+    "    Errors go to stderr, one line each, prefixed\n"
     "    'prophet-emu:' or 'prophet-emu: rank R:'; a wrong element is reported with rank,\n"
     "    iteration, gradient name, element index, expected and received values.\n"
     "\n"
@@ -184,6 +228,8 @@ static const char usage_text[] =
     "ENVIRONMENT\n"
     "    Link or LD_LIBRARY_PATH must select the emulated libraries (build/lib/emu); prophet-emu\n"
     "    carries an RPATH to them. LD_PRELOAD=build/lib/libprophet.so adds the interposer.\n"
+    "    EMU_CUDA_QUEUE_DEPTH=D (emulated driver): a launch onto a stream that holds D pending\n"
+    "    operations blocks the host until it finishes one (default 1024; 0: unbounded).\n"
     "\n"
     "EXAMPLES\n"
     "    prophet-emu --ranks 4 --profile profiles/resnet50.json --mode ddp --iters 10\n"
@@ -191,6 +237,8 @@ static const char usage_text[] =
     "        --scale 0.05 --elements-scale 0.01 --json out.json\n"
     "    LD_PRELOAD=build/lib/libprophet.so prophet-emu --ranks 2 --mode per-tensor \\\n"
     "        --profile profiles/mobilenet_v2.json --iters 20 --wait per-layer --host-sync-at 40\n"
+    "    prophet-emu --ranks 2 --profile profiles/resnet50.json --mode ddp --iters 20 \\\n"
+    "        --wait none --loss-every 1 --eval-every 10 --tp-comm 4 --accumulate 2\n"
     "    prophet-emu --ranks 2 --profile profiles/vgg16.json --mode ddp --iters 3 \\\n"
     "        --mismatch-rank 1     # must fail with exit status 1\n";
 
@@ -221,7 +269,15 @@ const char *emu_cuda_api_name(enum emu_cuda_api a)
 
 const char *emu_wait_name(enum emu_wait w)
 {
-    return w == EMU_WAIT_ALL ? "all" : "per-layer";
+    switch (w) {
+    case EMU_WAIT_ALL:
+        return "all";
+    case EMU_WAIT_PER_LAYER:
+        return "per-layer";
+    case EMU_WAIT_NONE:
+        return "none";
+    }
+    return "?";
 }
 
 enum {
@@ -257,6 +313,12 @@ enum {
     OPT_SCALE_EACH,
     OPT_UNHOOKED_CONSUMER,
     OPT_WATCHDOG_US,
+    OPT_LOSS_EVERY,
+    OPT_EVAL_EVERY,
+    OPT_EVAL_CALLS,
+    OPT_TP_COMM,
+    OPT_TP_ELEMENTS,
+    OPT_ACCUMULATE,
     OPT_HELP,
 };
 
@@ -293,6 +355,12 @@ static const struct option long_opts[] = {
     {"scale-each", no_argument, NULL, OPT_SCALE_EACH},
     {"unhooked-consumer", no_argument, NULL, OPT_UNHOOKED_CONSUMER},
     {"watchdog-us", required_argument, NULL, OPT_WATCHDOG_US},
+    {"loss-every", required_argument, NULL, OPT_LOSS_EVERY},
+    {"eval-every", required_argument, NULL, OPT_EVAL_EVERY},
+    {"eval-calls", required_argument, NULL, OPT_EVAL_CALLS},
+    {"tp-comm", required_argument, NULL, OPT_TP_COMM},
+    {"tp-elements", required_argument, NULL, OPT_TP_ELEMENTS},
+    {"accumulate", required_argument, NULL, OPT_ACCUMULATE},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
 };
@@ -361,6 +429,47 @@ static void set_defaults(struct emu_options *o)
     o->rss_at = -1;
     o->seed = 1;
     o->timeout_s = 300.0;
+    o->eval_calls = 0;  /* 0: not given; 1 after validation */
+    o->tp_elements = 0; /* 0: not given; 256 after validation */
+    o->accumulate = 1;
+}
+
+/* The training-loop extras: --loss-every, --eval-every, --eval-calls, --tp-comm, --tp-elements,
+ * --accumulate. */
+static int parse_extra(int c, const char *name, const char *arg, struct emu_options *o)
+{
+    long v;
+
+    switch (c) {
+    case OPT_LOSS_EVERY:
+        if (parse_long(name, arg, 1, EMU_MAX_ITERS, &v))
+            return 2;
+        o->loss_every = (int)v;
+        return 0;
+    case OPT_EVAL_EVERY:
+        if (parse_long(name, arg, 1, EMU_MAX_ITERS, &v))
+            return 2;
+        o->eval_every = (int)v;
+        return 0;
+    case OPT_EVAL_CALLS:
+        if (parse_long(name, arg, 1, EMU_MAX_EVAL_CALLS, &v))
+            return 2;
+        o->eval_calls = (int)v;
+        return 0;
+    case OPT_TP_COMM:
+        if (parse_long(name, arg, 1, EMU_MAX_TP_CALLS, &v))
+            return 2;
+        o->tp_comm = (int)v;
+        return 0;
+    case OPT_TP_ELEMENTS:
+        return parse_long(name, arg, 1, EMU_MAX_TP_ELEMENTS, &o->tp_elements) ? 2 : 0;
+    case OPT_ACCUMULATE:
+        if (parse_long(name, arg, 1, EMU_MAX_ACCUMULATE, &v))
+            return 2;
+        o->accumulate = (int)v;
+        return 0;
+    }
+    return 2;
 }
 
 static int parse_one(int c, const char *arg, struct emu_options *o)
@@ -415,8 +524,10 @@ static int parse_one(int c, const char *arg, struct emu_options *o)
             o->wait = EMU_WAIT_ALL;
         else if (!strcmp(arg, "per-layer"))
             o->wait = EMU_WAIT_PER_LAYER;
+        else if (!strcmp(arg, "none"))
+            o->wait = EMU_WAIT_NONE;
         else
-            return bad(name, arg, "expected all or per-layer");
+            return bad(name, arg, "expected all, per-layer or none");
         return 0;
     case OPT_SCALE:
         return parse_double(name, arg, 0.0, 1000.0, &o->scale) ? 2 : 0;
@@ -533,10 +644,28 @@ static int parse_one(int c, const char *arg, struct emu_options *o)
     case OPT_WATCHDOG_US:
         return parse_double(name, arg, 10.0, 1e6, &o->watchdog_us) ? 2 : 0;
     }
-    return 2;
+    return parse_extra(c, name, arg, o);
 }
 
-static int check_required(const struct emu_options *o)
+/* --eval-calls and --tp-elements only with the option they qualify; then their defaults. */
+static int check_extras(struct emu_options *o)
+{
+    if (o->eval_calls && !o->eval_every) {
+        fprintf(stderr, "prophet-emu: --eval-calls needs --eval-every\n");
+        return 2;
+    }
+    if (o->tp_elements && !o->tp_comm) {
+        fprintf(stderr, "prophet-emu: --tp-elements needs --tp-comm\n");
+        return 2;
+    }
+    if (!o->eval_calls)
+        o->eval_calls = 1;
+    if (!o->tp_elements)
+        o->tp_elements = 256;
+    return 0;
+}
+
+static int check_required(struct emu_options *o)
 {
     const char *missing = NULL;
 
@@ -600,6 +729,8 @@ static int check_required(const struct emu_options *o)
                 o->warmup + o->iters);
         return 2;
     }
+    if (check_extras(o))
+        return 2;
     if ((long)o->warmup + o->iters > EMU_MAX_ITERS) {
         fprintf(stderr, "prophet-emu: --warmup + --iters must not exceed %d\n", EMU_MAX_ITERS);
         return 2;

@@ -7,10 +7,14 @@
 
 #define EMU_MAX_RANKS 64
 #define EMU_MAX_ITERS 100000
+#define EMU_MAX_EVAL_CALLS 64
+#define EMU_MAX_TP_CALLS 4096
+#define EMU_MAX_TP_ELEMENTS (1L << 22)
+#define EMU_MAX_ACCUMULATE 64
 
 enum emu_mode { EMU_MODE_PER_TENSOR = 0, EMU_MODE_DDP, EMU_MODE_HOROVOD, EMU_MODE_PER_PARAM_SYNC };
 enum emu_cuda_api { EMU_CUDA_API_RUNTIME = 0, EMU_CUDA_API_DRIVER };
-enum emu_wait { EMU_WAIT_ALL = 0, EMU_WAIT_PER_LAYER };
+enum emu_wait { EMU_WAIT_ALL = 0, EMU_WAIT_PER_LAYER, EMU_WAIT_NONE };
 
 /* Exit codes of prophet-emu. */
 enum emu_exit {
@@ -51,6 +55,12 @@ struct emu_options {
     double bw_change_Bps;
     double jitter_us; /* 0 = off: random host delay in [0, jitter_us] before each all-reduce */
     int rss_at;       /* -1 = off: sample RSS after this iteration and at the end */
+    int loss_every;   /* 0 = off: a loss all-reduce and a host sync every K-th iteration */
+    int eval_every;   /* 0 = off: an evaluation phase (metric all-reduces) every K-th iteration */
+    int eval_calls;   /* repetitions of the evaluation's three metric all-reduces */
+    int tp_comm;      /* 0 = off: all-reduces per forward + backward on a second communicator */
+    long tp_elements; /* fp32 elements of each tensor-parallel all-reduce */
+    int accumulate;   /* micro-steps per iteration; all-reduces in the last one only */
     uint64_t seed;
     double timeout_s;
     int quiet;

@@ -15,8 +15,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "comm_calls.h"
 #include "emu_cuda.h"
+#include "extras.h"
 #include "gpu.h"
+#include "tp.h"
 
 #define EMU_TIMER_SLACK_NS 1000UL
 
@@ -197,6 +200,20 @@ static void jitter(struct emu_rank *r)
     usleep((useconds_t)((double)(x >> 11) / 9007199254740992.0 * r->opt->jitter_us));
 }
 
+/* One ncclAllReduce(sum) on the gradients' communicator, counted for what an interposer holds. */
+static int allreduce_counted(struct emu_rank *r, CUdeviceptr send, CUdeviceptr recv, size_t count,
+                             ncclDataType_t dtype, CUstream s)
+{
+    ncclResult_t rc;
+
+    if (r->fault_watch)
+        atomic_store(&r->held_call_start, emu_held(r));
+    atomic_fetch_add(&r->ar_issued, 1);
+    rc = ncclAllReduce((const void *)send, (void *)recv, count, dtype, ncclSum, r->comm, s);
+    note_held(r);
+    return emu_nccl(r, rc, "ncclAllReduce");
+}
+
 int emu_allreduce(struct emu_rank *r, int iter, CUdeviceptr send, CUdeviceptr recv, size_t count,
                   CUstream s)
 {
@@ -207,15 +224,17 @@ int emu_allreduce(struct emu_rank *r, int iter, CUdeviceptr send, CUdeviceptr re
     r->calls[iter]++;
     r->bytes[iter] += count * sizeof(float);
     if (mismatch) {
+        r->bc_issued++;
         rc = ncclBroadcast((const void *)send, (void *)recv, count, ncclFloat32, 0, r->comm, s);
         return emu_nccl(r, rc, "ncclBroadcast (--mismatch-rank)");
     }
-    if (r->fault_watch)
-        atomic_store(&r->held_call_start, emu_held(r));
-    atomic_fetch_add(&r->ar_issued, 1);
-    rc = ncclAllReduce((const void *)send, (void *)recv, count, ncclFloat32, ncclSum, r->comm, s);
-    note_held(r);
-    return emu_nccl(r, rc, "ncclAllReduce");
+    return allreduce_counted(r, send, recv, count, ncclFloat32, s);
+}
+
+int emu_allreduce_job(struct emu_rank *r, CUdeviceptr buf, size_t count, ncclDataType_t dtype,
+                      CUstream s)
+{
+    return allreduce_counted(r, buf, buf, count, dtype, s);
 }
 
 /* ---- gradient contents ------------------------------------------------------------------ */
@@ -263,6 +282,7 @@ static void paced_kernel(void *p)
         sleep_until_ns(r->pace_end_ns);
     if (a->work)
         a->work(a);
+    atomic_store(&r->gpu_iter, a->host_iter);
 }
 
 /* Kernel "scale": d[i] *= f for i < n. */
@@ -276,28 +296,68 @@ static void scale_kernel(void **params)
         d[i] *= f;
 }
 
+/* Kernel "fill_f32": d[i] = base + (i mod EMU_FILL_PERIOD) for i < n. */
+static void fill_f32_kernel(void **params)
+{
+    float *d = *(float **)params[0];
+    uint64_t n = *(uint64_t *)params[1];
+    float base = *(float *)params[2];
+
+    for (uint64_t i = 0; i < n; i++)
+        d[i] = base + (float)(i % EMU_FILL_PERIOD);
+}
+
+/* Kernel "fill_i64": the same in int64. */
+static void fill_i64_kernel(void **params)
+{
+    int64_t *d = *(int64_t **)params[0];
+    uint64_t n = *(uint64_t *)params[1];
+    int64_t base = *(int64_t *)params[2];
+
+    for (uint64_t i = 0; i < n; i++)
+        d[i] = base + (int64_t)(i % EMU_FILL_PERIOD);
+}
+
 static void paced_kernel_entry(void **params)
 {
-    paced_kernel(*(void **)params[0]);
+    paced_kernel(params[0]); /* the driver's copy of the struct */
 }
 
 /* The framework's emulated module: launched with cuLaunchKernel through the chosen API. */
 static const struct emuKernelDef emu_kernel_defs[] = {
-    {.name = "paced", .fn = paced_kernel_entry, .nparams = 1, .param_size = {sizeof(void *)}},
+    {.name = "paced",
+     .fn = paced_kernel_entry,
+     .nparams = 1,
+     .param_size = {sizeof(struct emu_kernel_arg)}},
     {.name = "scale",
      .fn = scale_kernel,
      .nparams = 3,
      .param_size = {sizeof(float *), sizeof(uint64_t), sizeof(float)}},
+    {.name = "fill_f32",
+     .fn = fill_f32_kernel,
+     .nparams = 3,
+     .param_size = {sizeof(float *), sizeof(uint64_t), sizeof(float)}},
+    {.name = "fill_i64",
+     .fn = fill_i64_kernel,
+     .nparams = 3,
+     .param_size = {sizeof(int64_t *), sizeof(uint64_t), sizeof(int64_t)}},
+    {.name = "tp_check",
+     .fn = emu_tp_check_kernel,
+     .nparams = 1,
+     .param_size = {sizeof(struct emu_tp_check)}},
 };
-static const struct emuModuleImage emu_kernels = {
-    .magic = EMU_MODULE_MAGIC, .nkernels = 2, .kernels = emu_kernel_defs};
+static const struct emuModuleImage emu_kernels = {.magic = EMU_MODULE_MAGIC,
+                                                  .nkernels = sizeof(emu_kernel_defs) /
+                                                              sizeof(emu_kernel_defs[0]),
+                                                  .kernels = emu_kernel_defs};
 
 static int launch_paced(struct emu_rank *r, struct emu_kernel_arg *a, const char *what)
 {
-    void *params[] = {&a};
+    void *params[] = {a};
 
     a->restart = r->compute_waited > 0;
     a->after = r->compute_waited == 1 ? r->waited_event : NULL;
+    a->host_iter = r->iter;
     r->compute_waited = 0;
     return emu_cu(r, emu_gpu->launch(r->k_paced, params, r->compute), what);
 }
@@ -308,6 +368,22 @@ int emu_launch_scale(struct emu_rank *r, CUdeviceptr d, uint64_t n, float f, CUs
     void *params[] = {&p, &n, &f};
 
     return emu_cu(r, emu_gpu->launch(r->k_scale, params, s), "cuLaunchKernel (scale)");
+}
+
+int emu_launch_fill_f32(struct emu_rank *r, CUdeviceptr d, uint64_t n, float base, CUstream s)
+{
+    float *p = (float *)(uintptr_t)d;
+    void *params[] = {&p, &n, &base};
+
+    return emu_cu(r, emu_gpu->launch(r->k_fill_f32, params, s), "cuLaunchKernel (fill_f32)");
+}
+
+int emu_launch_fill_i64(struct emu_rank *r, CUdeviceptr d, uint64_t n, int64_t base, CUstream s)
+{
+    int64_t *p = (int64_t *)(uintptr_t)d;
+    void *params[] = {&p, &n, &base};
+
+    return emu_cu(r, emu_gpu->launch(r->k_fill_i64, params, s), "cuLaunchKernel (fill_i64)");
 }
 
 /* ---- event cache ------------------------------------------------------------------------ */
@@ -325,7 +401,10 @@ static int grow_events(struct emu_rank *r)
     CUevent *l = f ? realloc(r->ev_later, cap * sizeof(CUevent)) : NULL;
     if (l)
         r->ev_later = l;
-    if (!l) {
+    int *li = l ? realloc(r->ev_later_iter, cap * sizeof(int)) : NULL;
+    if (li)
+        r->ev_later_iter = li;
+    if (!li) {
         fprintf(stderr, "prophet-emu: rank %d: out of memory\n", r->rank);
         return -1;
     }
@@ -349,14 +428,28 @@ int emu_event_get(struct emu_rank *r, CUevent *e)
 
 void emu_event_release(struct emu_rank *r, CUevent e)
 {
-    if (e)
-        r->ev_later[r->n_later++] = e; /* n_later <= n_all <= cap */
+    if (!e)
+        return;
+    r->ev_later_iter[r->n_later] = r->iter;
+    r->ev_later[r->n_later++] = e; /* n_later <= n_all <= cap */
 }
 
 void emu_events_recycle(struct emu_rank *r)
 {
-    while (r->n_later)
-        r->ev_free[r->n_free++] = r->ev_later[--r->n_later];
+    /* --wait none: only handles released before the iteration of the compute stream's last
+     * kernel; the others wait in ev_later (kept in release order) */
+    int upto = r->opt->wait == EMU_WAIT_NONE ? atomic_load(&r->gpu_iter) : r->iter + 1;
+    size_t keep = 0;
+
+    for (size_t i = r->n_later; i-- > 0;) /* the last released is reused last */
+        if (r->ev_later_iter[i] < upto)
+            r->ev_free[r->n_free++] = r->ev_later[i];
+    for (size_t i = 0; i < r->n_later; i++)
+        if (r->ev_later_iter[i] >= upto) {
+            r->ev_later_iter[keep] = r->ev_later_iter[i];
+            r->ev_later[keep++] = r->ev_later[i];
+        }
+    r->n_later = keep;
 }
 
 int emu_record_work(struct emu_rank *r, CUstream s, struct emu_work_events *w)
@@ -466,9 +559,10 @@ static void fill_gradient(struct emu_kernel_arg *a)
 {
     const struct emu_rank *r = a->r;
     float *d = (float *)(uintptr_t)r->grad[a->g];
+    int round = emu_value_round(a->iter, a->micro, r->opt->accumulate);
 
     for (uint64_t i = 0; i < r->count[a->g]; i++)
-        d[i] = emu_value(emu_value_key(r->opt->seed, a->iter, a->g, i), r->rank);
+        d[i] = emu_value(emu_value_key(r->opt->seed, round, a->g, i), r->rank);
     if (r->rank == r->opt->corrupt_rank && a->g == r->ngrad / 2 &&
         a->iter == (r->total_iters > 1 ? 1 : 0))
         d[r->count[a->g] / 2] += 1.0f; /* --corrupt-rank: a deliberate wrong input */
@@ -480,11 +574,13 @@ static void check_gradient(struct emu_rank *r, int iter, size_t g, const float *
 {
     uint64_t wrong = 0, first = 0;
     float want = 0, got = 0;
+    /* --accumulate: the last micro-step's values are the ones all-reduced */
+    int round = emu_value_round(iter, r->opt->accumulate - 1, r->opt->accumulate);
 
     if (emu_grad_dropped(r, iter, g))
         return; /* --change-at-iter: not all-reduced any more */
     for (uint64_t i = 0; i < r->count[g]; i++) {
-        float e = r->sum_table[emu_value_key(r->opt->seed, iter, g, i)];
+        float e = r->sum_table[emu_value_key(r->opt->seed, round, g, i)];
         if (d[i] != e) {
             if (!wrong++) {
                 first = i;
@@ -603,6 +699,12 @@ static int setup_cuda(struct emu_rank *r)
     if (emu_cu(r, emu_gpu->set_device(r->device), "set device (primary context)") ||
         emu_cu(r, emu_gpu->get_kernel(&emu_kernels, "paced", &r->k_paced), "kernel 'paced'") ||
         emu_cu(r, emu_gpu->get_kernel(&emu_kernels, "scale", &r->k_scale), "kernel 'scale'") ||
+        emu_cu(r, emu_gpu->get_kernel(&emu_kernels, "fill_f32", &r->k_fill_f32),
+               "kernel 'fill_f32'") ||
+        emu_cu(r, emu_gpu->get_kernel(&emu_kernels, "fill_i64", &r->k_fill_i64),
+               "kernel 'fill_i64'") ||
+        emu_cu(r, emu_gpu->get_kernel(&emu_kernels, "tp_check", &r->k_tp_check),
+               "kernel 'tp_check'") ||
         emu_cu(r, emu_gpu->stream_create(&r->compute, CU_STREAM_NON_BLOCKING), "cuStreamCreate"))
         return -1;
     for (size_t g = 0; g < r->ngrad; g++)
@@ -628,12 +730,17 @@ static const struct emu_mode_ops *mode_ops(enum emu_mode m)
 
 /* ---- one iteration ----------------------------------------------------------------------- */
 
+/* The forward pass of micro-step r->micro. In the first one, under --wait per-layer and none,
+ * layer k's kernel first waits for gradient k's all-reduce of the previous iteration and checks
+ * it. */
 static int forward(struct emu_rank *r)
 {
-    int per_layer = r->opt->wait == EMU_WAIT_PER_LAYER && r->iter > 0;
+    int per_layer = r->opt->wait != EMU_WAIT_ALL && r->iter > 0 && r->micro == 0;
+    size_t pos = 0;
 
-    r->compute_waited = 2; /* the host synchronised at the end of the last iteration: now */
-    for (size_t k = r->ngrad; k-- > 0;) {
+    if (r->micro == 0 && r->opt->wait != EMU_WAIT_NONE)
+        r->compute_waited = 2; /* the host synchronised at the end of the last iteration: now */
+    for (size_t k = r->ngrad; k-- > 0; pos++) {
         r->fwd_arg[k].work = NULL;
         if (per_layer) {
             if (r->ops->wait_grad(r, k))
@@ -641,27 +748,37 @@ static int forward(struct emu_rank *r)
             r->fwd_arg[k].iter = r->iter - 1;
             r->fwd_arg[k].work = consume_gradient;
         }
-        if (launch_paced(r, &r->fwd_arg[k], "cuLaunchKernel (forward)"))
+        if (launch_paced(r, &r->fwd_arg[k], "cuLaunchKernel (forward)") ||
+            emu_tp_after_layer(r, EMU_TP_FORWARD, pos))
             return -1;
     }
     return 0;
 }
 
+/* The backward pass of micro-step r->micro: only the last one hands gradients to the framework
+ * (DDP's no_sync() before it). */
 static int backward(struct emu_rank *r)
 {
-    if (r->ops->begin_backward(r))
+    int sync = r->micro == r->opt->accumulate - 1;
+
+    if (sync && r->ops->begin_backward(r))
         return -1;
     for (size_t g = 0; g < r->ngrad; g++) {
         r->bwd_arg[g].iter = r->iter;
-        emu_maybe_change(r, g);
+        r->bwd_arg[g].micro = r->micro;
+        if (sync)
+            emu_maybe_change(r, g);
         if (launch_paced(r, &r->bwd_arg[g], "cuLaunchKernel (backward)") ||
-            r->ops->grad_ready(r, g))
+            (sync && r->ops->grad_ready(r, g)))
             return -1;
-        emu_maybe_kill(r, g);
+        if (sync)
+            emu_maybe_kill(r, g);
+        if (emu_tp_after_layer(r, EMU_TP_BACKWARD, g))
+            return -1;
     }
     if (r->tail_ns && launch_paced(r, &r->tail_arg, "cuLaunchKernel (backward tail)"))
         return -1;
-    return r->ops->end_backward(r);
+    return sync ? r->ops->end_backward(r) : 0;
 }
 
 /* Makes every result of iteration r->iter visible, waits for it on the host and checks it. */
@@ -672,18 +789,50 @@ static int finish_all(struct emu_rank *r)
     return host_check_all(r, r->iter);
 }
 
+/* --wait none: how many whole iterations the host is ahead of the compute stream when it starts
+ * iteration r->iter (0 when the compute stream is in the previous one). */
+static void note_run_ahead(struct emu_rank *r)
+{
+    int ahead = r->iter - 1 - atomic_load(&r->gpu_iter);
+
+    if (ahead > r->max_run_ahead)
+        r->max_run_ahead = ahead;
+}
+
+/* The end of the iteration: what the host waits for (--wait), then the evaluation phase. */
+static int end_iteration(struct emu_rank *r)
+{
+    switch (r->opt->wait) {
+    case EMU_WAIT_ALL:
+        if (finish_all(r))
+            return -1;
+        break;
+    case EMU_WAIT_PER_LAYER:
+        if (emu_sync(r, r->compute) || take_error(r))
+            return -1;
+        break;
+    case EMU_WAIT_NONE: /* no synchronisation: errors of the kernels that ran so far */
+        if (take_error(r))
+            return -1;
+        break;
+    }
+    return emu_extras_eval(r);
+}
+
+/* One iteration: --accumulate micro-steps of forward and backward, the loss all-reduce, the end.
+ * Its time: from its start to the host synchronisation at its end, or (--wait none) to the end of
+ * its launches, where the next iteration starts. */
 static int run_iteration(struct emu_rank *r, double *us)
 {
     double t0 = now_us();
 
-    if (forward(r) || backward(r))
-        return -1;
-    if (r->opt->wait == EMU_WAIT_ALL) {
-        if (finish_all(r))
+    note_run_ahead(r);
+    for (r->micro = 0; r->micro < r->opt->accumulate; r->micro++)
+        if (forward(r) || backward(r))
             return -1;
-    } else if (emu_sync(r, r->compute) || take_error(r)) {
+    r->micro = r->opt->accumulate - 1;
+    if (emu_extras_loss(r) || end_iteration(r))
         return -1;
-    }
     emu_events_recycle(r);
     *us = now_us() - t0;
     return 0;
@@ -725,6 +874,46 @@ static void rss_wait_all_sampled(struct emu_shared *sh)
         nanosleep(&pause, NULL);
 }
 
+/* --wait per-layer and none: after the last iteration, everything is waited for and checked. */
+static int drain(struct emu_rank *r)
+{
+    double t0 = now_us();
+
+    if (r->opt->wait == EMU_WAIT_ALL)
+        return 0;
+    if (finish_all(r))
+        return -1;
+    r->sh->result[r->rank].drain_us = now_us() - t0;
+    return 0;
+}
+
+/* The end-of-run lines of the training-loop extras and of --wait none. */
+static void report_extras(struct emu_rank *r)
+{
+    const struct emu_options *o = r->opt;
+    struct emu_rank_result *res = &r->sh->result[r->rank];
+
+    emu_extras_report(r);
+    emu_tp_report(r);
+    res->micro_steps = (uint64_t)r->total_iters * (uint64_t)o->accumulate;
+    res->max_run_ahead = r->max_run_ahead;
+    if (o->loss_every || o->eval_every || o->tp_comm || o->accumulate > 1)
+        fprintf(stderr,
+                "prophet-emu: rank %d: extras: %llu loss all-reduce(s) (%llu checked), %llu "
+                "metric all-reduce(s) (%llu checked), %llu tensor-parallel all-reduce(s) (%llu "
+                "checked), %llu micro-step(s)\n",
+                r->rank, (unsigned long long)res->loss_allreduces,
+                (unsigned long long)res->loss_checked, (unsigned long long)res->eval_allreduces,
+                (unsigned long long)res->eval_checked, (unsigned long long)res->tp_allreduces,
+                (unsigned long long)res->tp_checked, (unsigned long long)res->micro_steps);
+    if (o->wait == EMU_WAIT_NONE)
+        fprintf(stderr,
+                "prophet-emu: rank %d: --wait none: the host ran at most %d iteration(s) ahead "
+                "of the compute stream; drained in %.0f us\n",
+                r->rank, r->max_run_ahead, res->drain_us);
+    emu_comm_calls_end(r);
+}
+
 static int run_loop(struct emu_rank *r)
 {
     double *out = emu_shared_iter_us(r->sh, r->rank);
@@ -748,6 +937,8 @@ static int run_loop(struct emu_rank *r)
                 fprintf(stderr, "prophet-emu: rank %d: --bw-change-at needs the emulated NCCL\n",
                         r->rank);
         }
+        if (r->iter == r->opt->warmup)
+            emu_comm_calls_begin(r);
         if (run_iteration(r, &out[r->iter]))
             return -1;
         if (r->iter == r->opt->rss_at) {
@@ -756,13 +947,14 @@ static int run_loop(struct emu_rank *r)
         }
     }
     r->iter = r->total_iters - 1;
-    if (r->opt->wait == EMU_WAIT_PER_LAYER && finish_all(r))
+    if (drain(r))
         return -1;
     fprintf(stderr,
             "prophet-emu: rank %d: held by the interposer: at most %lld all-reduce(s) at once, "
             "some after %llu of %llu calls\n",
             r->rank, atomic_load(&r->held_max), atomic_load(&r->held_after),
             (unsigned long long)atomic_load(&r->ar_issued));
+    report_extras(r);
     if (atomic_load(&r->faults_seen))
         fprintf(stderr,
                 "prophet-emu: rank %d: after the injected fault: held at most %lld all-reduce(s) "
@@ -780,6 +972,8 @@ static void teardown(struct emu_rank *r)
 {
     if (r->ops && r->mode)
         r->ops->fini(r);
+    emu_extras_fini(r);
+    emu_tp_fini(r);
     if (r->comm)
         ncclCommDestroy(r->comm);
     if (r->grad)
@@ -802,6 +996,7 @@ static void teardown(struct emu_rank *r)
     free(r->ev_all);
     free(r->ev_free);
     free(r->ev_later);
+    free(r->ev_later_iter);
     pthread_mutex_destroy(&r->err_lock);
 }
 
@@ -836,6 +1031,7 @@ int emu_rank_main(const struct emu_options *opt, const struct emu_profile *prof,
     r.nranks = opt->ranks;
     r.total_iters = opt->warmup + opt->iters;
     r.ngrad = prof->n;
+    atomic_store(&r.gpu_iter, -1);
     r.ops = mode_ops(opt->mode);
     emu_gpu = opt->cuda_api == EMU_CUDA_API_DRIVER ? &emu_gpu_driver : &emu_gpu_runtime;
     r.jitter_state =
@@ -855,7 +1051,7 @@ int emu_rank_main(const struct emu_options *opt, const struct emu_profile *prof,
     if (wait_for_id(sh) ||
         emu_nccl(&r, ncclCommInitRank(&r.comm, r.nranks, sh->id, rank), "ncclCommInitRank"))
         goto out;
-    if (r.ops->init(&r))
+    if (r.ops->init(&r) || emu_tp_init(&r) || emu_extras_init(&r))
         goto out;
     watchdog_start(&r);
     if (run_loop(&r))

@@ -28,6 +28,10 @@ struct emu_mode_ops {
     int (*wait_all)(struct emu_rank *r);
     /* the compute stream waits until gradient g of the previous iteration holds its result */
     int (*wait_grad)(struct emu_rank *r, size_t g);
+    /* the stream of the job's own collectives on the gradients' communicator (loss, metrics): the
+     * process-group stream, once every gradient call of the iteration has been issued (Horovod:
+     * the host first waits until the background thread issued the iteration's last response) */
+    int (*job_stream)(struct emu_rank *r, CUstream *s);
     void (*fini)(struct emu_rank *r);
 };
 
@@ -36,11 +40,14 @@ extern const struct emu_mode_ops emu_mode_ddp;
 extern const struct emu_mode_ops emu_mode_horovod;
 extern const struct emu_mode_ops emu_mode_per_param_sync;
 
-/* An emulated compute kernel: paced on the compute stream's virtual clock, then `work`. */
+/* An emulated compute kernel: paced on the compute stream's virtual clock, then `work`. Passed by
+ * value (cuLaunchKernel copies it at launch), so the host may run ahead and reuse its copy. */
 struct emu_kernel_arg {
     struct emu_rank *r;
     size_t g;
     int iter;
+    int micro;     /* --accumulate: the micro-step of the values written */
+    int host_iter; /* the iteration the host was issuing at launch (emu_rank.gpu_iter) */
     int restart;   /* the stream waited before this kernel: its clock restarts */
     CUevent after; /* the one event waited for, or NULL: the clock restarts when it fired */
     uint64_t ns;   /* modelled duration */
@@ -59,8 +66,18 @@ struct emu_rank {
     int device;          /* this rank's device (its primary context) */
     const void *k_paced; /* the emulated kernels (gpu.h) */
     const void *k_scale;
+    const void *k_fill_f32, *k_fill_i64; /* the job's small tensors (values.h, EMU_FILL_PERIOD) */
+    const void *k_tp_check;
     CUstream compute;
     ncclComm_t comm;
+    struct emu_tp *tp;         /* --tp-comm (tp.c) */
+    struct emu_extras *extras; /* --loss-every, --eval-every (extras.c) */
+    int micro;                 /* --accumulate: the micro-step being issued */
+    /* the host iteration of the last paced kernel that finished on the compute stream (-1: none),
+     * written by that stream's thread: how far the host runs ahead (--wait none) */
+    _Atomic int gpu_iter;
+    int max_run_ahead;
+    long long calls_base[EMU_NCOMMS][2]; /* comm_calls.c: all-reduces, broadcasts at warm-up end */
 
     size_t ngrad;
     uint64_t *count;    /* elements of gradient g after --elements-scale */
@@ -79,8 +96,10 @@ struct emu_rank {
     int compute_waited;   /* waits enqueued on the compute stream since the last kernel */
     CUevent waited_event; /* the last of them */
 
-    /* PyTorch's CUDA event cache (handles reused, never destroyed before teardown) */
+    /* PyTorch's CUDA event cache (handles reused, never destroyed before teardown); ev_later_iter:
+     * the iteration in which each ev_later handle was released */
     CUevent *ev_all, *ev_free, *ev_later;
+    int *ev_later_iter;
     size_t n_all, n_free, n_later, cap_events;
 
     uint64_t *calls; /* per iteration, written by the thread that issues the calls */
@@ -89,6 +108,7 @@ struct emu_rank {
     /* all-reduces issued by this program and the emulated NCCL's count of those that reached it
      * (emu_nccl_hooks.h): the difference is what an interposer holds (emu_held) */
     _Atomic unsigned long long ar_issued;
+    unsigned long long bc_issued; /* broadcasts issued on comm (--mismatch-rank) */
     unsigned long long ar_base_issued, ar_base_reached;
     _Atomic int ar_based;
     _Atomic long long held_max; /* most all-reduces held at once, seen after a call returned */
@@ -152,7 +172,9 @@ int emu_allreduce(struct emu_rank *r, int iter, CUdeviceptr send, CUdeviceptr re
 /* The event cache, as PyTorch's: emu_event_get takes a handle from the cache (creating one when
  * it is empty); emu_event_release gives one back once its work is consumed; released handles are
  * reused after the host synchronised the compute stream at the end of the iteration
- * (emu_events_recycle), as PyTorch's Work objects die some time after their wait. */
+ * (emu_events_recycle), as PyTorch's Work objects die some time after their wait. --wait none has
+ * no such synchronisation: a handle is reused once the compute stream has run a kernel of a later
+ * iteration than its release, so that no kernel reads the timestamp of a newer record of it. */
 int emu_event_get(struct emu_rank *r, CUevent *e);
 void emu_event_release(struct emu_rank *r, CUevent e);
 void emu_events_recycle(struct emu_rank *r);
@@ -176,6 +198,17 @@ int emu_launch_unhooked_check(struct emu_rank *r, size_t g, CUstream s);
 
 /* Launches the kernel d[i] *= f (i < n) on stream s. */
 int emu_launch_scale(struct emu_rank *r, CUdeviceptr d, uint64_t n, float f, CUstream s);
+
+/* Launches the kernel d[i] = base + (i mod EMU_FILL_PERIOD) (i < n) on stream s, in fp32 or int64.
+ */
+int emu_launch_fill_f32(struct emu_rank *r, CUdeviceptr d, uint64_t n, float base, CUstream s);
+int emu_launch_fill_i64(struct emu_rank *r, CUdeviceptr d, uint64_t n, int64_t base, CUstream s);
+
+/* One of the job's own all-reduces(sum, in place) on the gradients' communicator (loss, metrics):
+ * counted with the gradients' for what an interposer holds, not in the per-iteration gradient
+ * calls and bytes. */
+int emu_allreduce_job(struct emu_rank *r, CUdeviceptr buf, size_t count, ncclDataType_t dtype,
+                      CUstream s);
 
 /* The compute stream waits on event e (cuStreamWaitEvent); the next kernel's clock restarts when
  * e fired. e must not be recorded again before that kernel ran (modes keep one event per

@@ -127,6 +127,81 @@ static json_t *rss_json(const struct emu_options *opt, const struct emu_shared *
                                offsetof(struct emu_rank_result, heap_end_kb)));
 }
 
+/* Per rank: the uint64_t field at `off` of each rank's result. */
+static json_t *u64_array(const struct emu_options *opt, const struct emu_shared *sh, size_t off)
+{
+    return kb_array(opt, sh, off);
+}
+
+/* Per rank: the long long field at `off` of each rank's calls on communicator c. */
+static json_t *calls_array(const struct emu_options *opt, const struct emu_shared *sh, int c,
+                           size_t off)
+{
+    json_t *a = json_array();
+
+    for (int r = 0; a && r < opt->ranks; r++)
+        json_array_append_new(
+            a, json_integer((json_int_t) *
+                            (const long long *)((const char *)&sh->result[r].comm[c] + off)));
+    return a;
+}
+
+/* {"allreduce", "allreduce_after_warmup", "broadcast", "broadcast_after_warmup",
+ * "job_allreduce", "job_broadcast"}, each per rank. */
+static json_t *comm_json(const struct emu_options *opt, const struct emu_shared *sh, int c)
+{
+    return json_pack(
+        "{s:o, s:o, s:o, s:o, s:o, s:o}", "allreduce",
+        calls_array(opt, sh, c, offsetof(struct emu_comm_calls, allreduce)),
+        "allreduce_after_warmup",
+        calls_array(opt, sh, c, offsetof(struct emu_comm_calls, allreduce_after_warmup)),
+        "broadcast", calls_array(opt, sh, c, offsetof(struct emu_comm_calls, broadcast)),
+        "broadcast_after_warmup",
+        calls_array(opt, sh, c, offsetof(struct emu_comm_calls, broadcast_after_warmup)),
+        "job_allreduce", calls_array(opt, sh, c, offsetof(struct emu_comm_calls, job_allreduce)),
+        "job_broadcast", calls_array(opt, sh, c, offsetof(struct emu_comm_calls, job_broadcast)));
+}
+
+/* "nccl": {"grad": ..., "tp": ... (with --tp-comm)}. */
+static json_t *nccl_json(const struct emu_options *opt, const struct emu_shared *sh)
+{
+    json_t *o = json_object();
+
+    if (o)
+        json_object_set_new(o, "grad", comm_json(opt, sh, EMU_COMM_GRAD));
+    if (o && opt->tp_comm)
+        json_object_set_new(o, "tp", comm_json(opt, sh, EMU_COMM_TP));
+    return o;
+}
+
+/* "extras": the training-loop options and, per rank, what they issued and checked. */
+static json_t *extras_json(const struct emu_options *opt, const struct emu_shared *sh)
+{
+#define EMU_RES(f) u64_array(opt, sh, offsetof(struct emu_rank_result, f))
+    return json_pack("{s:i, s:i, s:i, s:i, s:I, s:i, s:o, s:o, s:o, s:o, s:o, s:o, s:o}",
+                     "loss_every", opt->loss_every, "eval_every", opt->eval_every, "eval_calls",
+                     opt->eval_calls, "tp_comm", opt->tp_comm, "tp_elements",
+                     (json_int_t)opt->tp_elements, "accumulate", opt->accumulate, "loss_allreduces",
+                     EMU_RES(loss_allreduces), "loss_checked", EMU_RES(loss_checked),
+                     "eval_allreduces", EMU_RES(eval_allreduces), "eval_checked",
+                     EMU_RES(eval_checked), "tp_allreduces", EMU_RES(tp_allreduces), "tp_checked",
+                     EMU_RES(tp_checked), "micro_steps", EMU_RES(micro_steps));
+#undef EMU_RES
+}
+
+/* "max_run_ahead" and "drain_us", per rank. */
+static void set_pace_json(json_t *o, const struct emu_options *opt, const struct emu_shared *sh)
+{
+    json_t *ahead = json_array(), *drain = json_array();
+
+    for (int r = 0; ahead && drain && r < opt->ranks; r++) {
+        json_array_append_new(ahead, json_integer(sh->result[r].max_run_ahead));
+        json_array_append_new(drain, json_real(sh->result[r].drain_us));
+    }
+    json_object_set_new(o, "max_run_ahead", ahead);
+    json_object_set_new(o, "drain_us", drain);
+}
+
 static void print_rss(const struct emu_options *opt, const struct emu_shared *sh)
 {
     for (int r = 0; r < opt->ranks; r++) {
@@ -163,6 +238,11 @@ static int write_json(const struct emu_options *opt, const struct emu_profile *p
         json_object_set_new(o, "kill", kill_json(opt, sh));
     if (o && opt->rss_at >= 0)
         json_object_set_new(o, "rss", rss_json(opt, sh));
+    if (o) {
+        set_pace_json(o, opt, sh);
+        json_object_set_new(o, "nccl", nccl_json(opt, sh));
+        json_object_set_new(o, "extras", extras_json(opt, sh));
+    }
     if (!o) {
         fprintf(stderr, "prophet-emu: cannot build the JSON summary\n");
         return -1;

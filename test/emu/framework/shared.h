@@ -9,6 +9,16 @@
 
 #include "options.h"
 
+/* NCCL calls on one communicator: those that reached the emulated NCCL (emuNccl*Calls; -1 without
+ * the hook), in total and after the warm-up iterations, and those the job itself issued. */
+struct emu_comm_calls {
+    long long allreduce, allreduce_after_warmup;
+    long long broadcast, broadcast_after_warmup;
+    long long job_allreduce, job_broadcast;
+};
+
+enum { EMU_COMM_GRAD = 0, EMU_COMM_TP, EMU_NCOMMS };
+
 struct emu_rank_result {
     int finished; /* the rank reached its end, whatever the outcome */
     int ok;
@@ -18,6 +28,14 @@ struct emu_rank_result {
     uint64_t rss_end_kb;   /* --rss: after the last iteration, before teardown */
     uint64_t heap_warm_kb; /* --rss: bytes in use in malloc's heap (mallinfo2) at the same points */
     uint64_t heap_end_kb;
+    /* the training-loop extras: calls issued and results checked */
+    uint64_t loss_allreduces, loss_checked;
+    uint64_t eval_allreduces, eval_checked;
+    uint64_t tp_allreduces, tp_checked;
+    uint64_t micro_steps;
+    int max_run_ahead; /* iterations the host was ahead of the compute stream, at most */
+    double drain_us;   /* --wait per-layer/none: the wait for everything after the last iteration */
+    struct emu_comm_calls comm[EMU_NCOMMS];
 };
 
 /* Horovod negotiation, the emulated controller (Horovod does this over MPI/Gloo). Tensors are

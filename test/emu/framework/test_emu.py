@@ -10,6 +10,19 @@ usage: test_emu.py CASE BIN PROFILE [MODE]
   lookups     --cuda-api runtime takes the framework's entry points from cuGetProcAddress
               (emulated driver's counts, EMU_CUDA_PROC_DUMP), --cuda-api driver does not, and
               the emulated NCCL always does
+The training-loop extras (JSON counts of the calls issued, reached NCCL and checked):
+  loss         --loss-every: one loss all-reduce per K iterations, each checked
+  eval         --eval-every/--eval-calls: three metric all-reduces per repetition, checked
+  wait-none    --wait none in every mode: exact, drained after the last iteration
+  queue-depth  EMU_CUDA_QUEUE_DEPTH=4 paces the host (run-ahead <= 1 iteration); unbounded (0)
+               it runs ahead (not under a preload)
+  tp-comm      --tp-comm: N checked all-reduces per pass on a second communicator, counted
+               per communicator with the broadcasts
+  accumulate   --accumulate: M micro-steps, no all-reduce in the first M-1
+  combined     all of them in one run
+With EMU_TEST_PRELOAD set, these cases run prophet-emu with LD_PRELOAD=$EMU_TEST_PRELOAD and 30
+iterations (the e2e.extras_* tests), where calls reached NCCL may exceed those of the job (an
+interposer's own calls) but never fall short of them.
 """
 import json
 import os
@@ -40,6 +53,188 @@ def options_in_source():
     if len(opts) < 10:
         fail("could not read the option table from options.c")
     return opts
+
+
+PRELOAD = os.environ.get("EMU_TEST_PRELOAD", "")
+# under a preload: enough iterations for it to hold calls (its learner needs 16 iteration starts)
+ITERS = 30 if PRELOAD else 3
+
+
+def emu_json(emu, args, env_extra=None, timeout=90):
+    """Runs prophet-emu (under EMU_TEST_PRELOAD if set), exit 0 required; returns its JSON."""
+    env = dict(os.environ)
+    if PRELOAD:
+        env["LD_PRELOAD"] = PRELOAD
+    env.update(env_extra or {})
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "out.json")
+        cmd = [emu] + args + ["--json", out, "--timeout", str(timeout - 10)] + FAST
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        if p.returncode != 0:
+            fail("%s: exit %d: %s" % (" ".join(args), p.returncode, p.stderr[-3000:]))
+        return json.load(open(out))
+
+
+def job_args(profile, mode_args, iters=None):
+    return ["--ranks", "2", "--profile", profile, "--iters", str(iters or ITERS)] + mode_args
+
+
+def total_iters(o):
+    return o["iters"] + o["warmup"]
+
+
+def per_rank(o, section, key, want, what):
+    got = o[section][key]
+    if any(v != want for v in got):
+        fail("%s: %s.%s = %s, expected %d on every rank" % (what, section, key, got, want))
+
+
+def check_grad_comm(o, what, exact_job=None):
+    """Every call the job issued on the gradients' communicator reached NCCL (exactly, without a
+    preload); with exact_job, the job issued that many."""
+    g = o["nccl"]["grad"]
+    for r in range(o["ranks"]):
+        reached, job = g["allreduce"][r], g["job_allreduce"][r]
+        if reached < job or (not PRELOAD and reached != job):
+            fail("%s: rank %d: %d all-reduces reached NCCL, the job issued %d" %
+                 (what, r, reached, job))
+        if exact_job is not None and job != exact_job:
+            fail("%s: rank %d: the job issued %d all-reduces, expected %d" %
+                 (what, r, job, exact_job))
+        if not 0 <= g["allreduce_after_warmup"][r] <= reached:
+            fail("%s: rank %d: bad allreduce_after_warmup %s" % (what, r, g))
+        if g["broadcast"][r] < g["job_broadcast"][r] or g["job_broadcast"][r] != 0:
+            fail("%s: rank %d: broadcasts %s" % (what, r, g))
+        if not PRELOAD and g["broadcast"][r] != 0:
+            fail("%s: rank %d: a broadcast reached NCCL without an interposer" % (what, r))
+
+
+def case_loss(emu, profile, mode):
+    k = 2
+    for margs in (["--mode", "per-tensor"], ["--mode", "horovod"],
+                  ["--mode", "per-param-sync", "--current-stream"],
+                  ["--mode", "ddp", "--wait", "none"]):
+        if PRELOAD and margs[1] in ("per-param-sync", "ddp"):
+            continue  # short: the preload runs take 30 iterations
+        o = emu_json(emu, job_args(profile, margs + ["--loss-every", str(k)]))
+        n = total_iters(o) // k  # iterations k-1, 2k-1, ...
+        what = "--loss-every %d %s" % (k, " ".join(margs))
+        per_rank(o, "extras", "loss_allreduces", n, what)
+        per_rank(o, "extras", "loss_checked", n, what)
+        grads = len(json.load(open(profile))["tensors"])
+        check_grad_comm(o, what, grads * total_iters(o) + n if margs[1] == "per-tensor" else None)
+        print("ok: %s: %d loss all-reduces checked" % (what, n))
+
+
+def case_eval(emu, profile, mode):
+    k, reps = 2, 2
+    for margs in (["--mode", "per-tensor"], ["--mode", "ddp", "--wait", "per-layer"]):
+        if PRELOAD and margs[1] == "ddp":
+            continue
+        o = emu_json(emu, job_args(profile, margs + ["--eval-every", str(k), "--eval-calls",
+                                                     str(reps)]))
+        n = total_iters(o) // k * reps * 3
+        what = "--eval-every %d --eval-calls %d %s" % (k, reps, " ".join(margs))
+        per_rank(o, "extras", "eval_allreduces", n, what)
+        per_rank(o, "extras", "eval_checked", n, what)
+        grads = len(json.load(open(profile))["tensors"])
+        check_grad_comm(o, what, grads * total_iters(o) + n if margs[1] == "per-tensor" else None)
+        print("ok: %s: %d metric all-reduces checked" % (what, n))
+
+
+def case_wait_none(emu, profile, mode):
+    modes = (["per-tensor"], ["ddp"], ["horovod"], ["per-param-sync"],
+             ["per-param-sync", "--scale-each"])
+    for m in modes[:2] if PRELOAD else modes:
+        o = emu_json(emu, job_args(profile, ["--mode"] + m + ["--wait", "none"]))
+        what = "--wait none --mode %s" % " ".join(m)
+        if o["wait"] != "none" or o["ok"] is not True or len(o["iteration_us"]) != o["iters"]:
+            fail("%s: bad header %s" % (what, o))
+        if min(o["iteration_us"]) <= 0 or min(o["drain_us"]) <= 0:
+            fail("%s: iteration_us %s drain_us %s" % (what, o["iteration_us"], o["drain_us"]))
+        check_grad_comm(o, what)
+        print("ok: %s: median %.0f us, drained in %.0f us, ran ahead %s" %
+              (what, o["median_us"], o["drain_us"][0], o["max_run_ahead"]))
+
+
+def case_queue_depth(emu, profile, mode):
+    iters = 30 if PRELOAD else 10
+    args = job_args(profile, ["--mode", "per-tensor", "--wait", "none"], iters)
+    o = emu_json(emu, args, {"EMU_CUDA_QUEUE_DEPTH": "4"})
+    if max(o["max_run_ahead"]) > 1:
+        fail("EMU_CUDA_QUEUE_DEPTH=4: the host ran %s iterations ahead of the GPU, expected at "
+             "most 1: the launches did not block" % o["max_run_ahead"])
+    print("ok: EMU_CUDA_QUEUE_DEPTH=4: ran ahead at most %s, median iteration %.0f us" %
+          (o["max_run_ahead"], o["median_us"]))
+    if PRELOAD:
+        return  # an interposer may wait for the GPU at points of its own
+    o = emu_json(emu, args, {"EMU_CUDA_QUEUE_DEPTH": ""})
+    if max(o["max_run_ahead"]) > 2:
+        fail("default depth: ran %s iterations ahead, expected at most 2" % o["max_run_ahead"])
+    o = emu_json(emu, args, {"EMU_CUDA_QUEUE_DEPTH": "0"})
+    if min(o["max_run_ahead"]) < 3:
+        fail("EMU_CUDA_QUEUE_DEPTH=0 (unbounded): ran only %s iterations ahead of the GPU" %
+             o["max_run_ahead"])
+    print("ok: unbounded: ran ahead %s of %d iterations, median iteration %.0f us (host only)" %
+          (o["max_run_ahead"], total_iters(o), o["median_us"]))
+
+
+def check_tp(o, n, what):
+    t = total_iters(o) * o["extras"]["accumulate"] * n
+    per_rank(o, "extras", "tp_allreduces", t, what)
+    per_rank(o, "extras", "tp_checked", t, what)
+    tp = o["nccl"].get("tp")
+    if not tp:
+        fail("%s: no nccl.tp in the JSON" % what)
+    for r in range(o["ranks"]):
+        if tp["job_allreduce"][r] != t or tp["allreduce"][r] < t or \
+                (not PRELOAD and tp["allreduce"][r] != t):
+            fail("%s: rank %d: tp comm counts %s, expected %d" % (what, r, tp, t))
+        if tp["broadcast"][r] < 0 or tp["broadcast_after_warmup"][r] > tp["broadcast"][r]:
+            fail("%s: rank %d: tp broadcasts %s" % (what, r, tp))
+
+
+def case_tp_comm(emu, profile, mode):
+    n = 5  # odd: 2 in forward, 3 in backward
+    for margs in (["--mode", "ddp"], ["--mode", "per-tensor", "--wait", "per-layer"]):
+        if PRELOAD and margs[1] == "per-tensor":
+            continue
+        o = emu_json(emu, job_args(profile, margs + ["--tp-comm", str(n), "--tp-elements",
+                                                     "64"]))
+        what = "--tp-comm %d %s" % (n, " ".join(margs))
+        check_tp(o, n, what)
+        check_grad_comm(o, what)
+        print("ok: %s: tp %s, grad broadcasts %s" %
+              (what, o["nccl"]["tp"]["allreduce"], o["nccl"]["grad"]["broadcast"]))
+
+
+def case_accumulate(emu, profile, mode):
+    grads = len(json.load(open(profile))["tensors"])
+    for m, margs in ((3, ["--mode", "ddp"]), (2, ["--mode", "per-tensor", "--wait", "per-layer"]),
+                     (2, ["--mode", "horovod"])):
+        if PRELOAD and margs[1] == "horovod":
+            continue
+        o = emu_json(emu, job_args(profile, margs + ["--accumulate", str(m)]))
+        what = "--accumulate %d %s" % (m, " ".join(margs))
+        per_rank(o, "extras", "micro_steps", m * total_iters(o), what)
+        # no all-reduce in the no_sync micro-steps: per-tensor issues one per gradient and iteration
+        check_grad_comm(o, what, grads * total_iters(o) if margs[1] == "per-tensor" else None)
+        print("ok: %s: %d micro-steps" % (what, m * total_iters(o)))
+
+
+def case_combined(emu, profile, mode):
+    args = ["--mode", "per-tensor", "--wait", "none", "--loss-every", "2", "--eval-every", "3",
+            "--tp-comm", "3", "--accumulate", "2"]
+    o = emu_json(emu, job_args(profile, args))
+    t = total_iters(o)
+    what = " ".join(args)
+    per_rank(o, "extras", "loss_checked", t // 2, what)
+    per_rank(o, "extras", "eval_checked", t // 3 * 3, what)
+    per_rank(o, "extras", "micro_steps", 2 * t, what)
+    check_tp(o, 3, what)
+    grads = len(json.load(open(profile))["tensors"])
+    check_grad_comm(o, what, grads * t + t // 2 + t // 3 * 3)
+    print("ok: %s" % what)
 
 
 def case_help(emu, profile, mode):
@@ -82,6 +277,15 @@ def case_bad_option(emu, profile, mode):
         base + ["--change-at-iter", "1"],
         base + ["--jitter-us", "-5"],
         base + ["--rss", "3"],
+        base + ["--wait", "never"],
+        base + ["--loss-every", "0"],
+        base + ["--eval-every", "x"],
+        base + ["--eval-calls", "2"],
+        base + ["--eval-every", "1", "--eval-calls", "65"],
+        base + ["--tp-comm", "0"],
+        base + ["--tp-elements", "16"],
+        base + ["--accumulate", "0"],
+        base + ["--accumulate", "65"],
         ["--ranks", "2", "--profile", profile, "--mode", "per-tensor", "--iters", "2",
          "--bucket-view"],
         ["--ranks", "2", "--mode", "ddp", "--iters", "2"],
@@ -233,5 +437,8 @@ if __name__ == "__main__":
         sys.exit(2)
     case = {"help": case_help, "bad-option": case_bad_option, "json": case_json,
             "mismatch": case_mismatch, "corrupt": case_corrupt,
-            "lookups": case_lookups}[sys.argv[1]]
+            "lookups": case_lookups, "loss": case_loss, "eval": case_eval,
+            "wait-none": case_wait_none, "queue-depth": case_queue_depth,
+            "tp-comm": case_tp_comm, "accumulate": case_accumulate,
+            "combined": case_combined}[sys.argv[1]]
     case(sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else None)

@@ -37,4 +37,41 @@ static inline void emu_value_sum_table(int nranks, float table[EMU_VALUE_MOD])
     }
 }
 
+/* --accumulate M: micro-step `micro` of iteration `iter` writes the values of round
+ * iter * M + micro, so a sum of an earlier micro-step's gradients shows. */
+static inline int emu_value_round(int iter, int micro, int accumulate)
+{
+    return iter * accumulate + micro;
+}
+
+/* The job's own small tensors (loss, metrics, tensor-parallel activations): element i of a rank's
+ * tensor is base + (i mod EMU_FILL_PERIOD), base an integer that depends on the rank; the sum
+ * over ranks is sum(base) + nranks * (i mod EMU_FILL_PERIOD), exact in fp32 and int64. */
+#define EMU_FILL_PERIOD 16
+
+/* --loss-every: rank r's loss in iteration `iter`, an integer in [-6, 6]. */
+static inline float emu_loss_value(int iter, int rank)
+{
+    return (float)((iter * 5 + rank * 3) % 13 - 6);
+}
+
+/* --eval-every: the base of fp32 metric `metric` in repetition `rep`, an integer in [-4, 4]. */
+static inline float emu_metric_f32(int iter, int rep, int metric, int rank)
+{
+    return (float)((iter * 7 + rep * 5 + metric * 3 + rank) % 9 - 4);
+}
+
+/* --eval-every: the base of the int64 metric: above 2^32, so that it is wrong in any narrower or
+ * floating type; the sum over 64 ranks stays below 2^41. */
+static inline int64_t emu_metric_i64(int iter, int rep, int rank)
+{
+    return ((int64_t)(rank + 1) << 34) + (int64_t)iter * 1000 + rep;
+}
+
+/* --tp-comm: the base of call `call` of round `round` (emu_value_round), an integer in [-5, 5]. */
+static inline float emu_tp_value(int round, int call, int rank)
+{
+    return (float)((round * 13 + call * 7 + rank) % 11 - 5);
+}
+
 #endif

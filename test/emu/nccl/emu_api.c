@@ -871,6 +871,14 @@ EMU_API unsigned long long emuNcclAllReduceCalls(ncclComm_t comm)
     return comm ? atomic_load(&comm->allreduce_calls) : 0;
 }
 
+/* Test hook, not NCCL API (test/emu/nccl/emu_nccl_hooks.h): how many ncclBroadcast (and ncclBcast)
+ * calls on comm reached this library. An interposer may issue broadcasts of its own on a job's
+ * communicator (plan agreement): prophet-emu reports this count per communicator. */
+EMU_API unsigned long long emuNcclBroadcastCalls(ncclComm_t comm)
+{
+    return comm ? atomic_load(&comm->broadcast_calls) : 0;
+}
+
 /* Test hook, not NCCL API (emu_nccl_hooks.h): from now on this process's links run at Bps
  * (0: unpaced), whatever EMU_NCCL_BW and EMU_NCCL_BW_CHANGE say. prophet-emu --bw-change-at calls
  * it at the start of a given iteration on every rank: a link that changes speed mid-run at a point
@@ -894,6 +902,8 @@ EMU_API ncclResult_t pncclBroadcast(const void *sendbuff, void *recvbuff, size_t
                                     cudaStream_t stream)
 {
     EMU_NCCL_FAULT_POINT("ncclBroadcast");
+    if (comm)
+        atomic_fetch_add(&comm->broadcast_calls, 1);
     return enqueue(
         EMU_OP(EMU_OP_BROADCAST, sendbuff, recvbuff, count, datatype, ncclSum, root, comm, stream));
 }

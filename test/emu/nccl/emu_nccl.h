@@ -107,6 +107,7 @@ struct emu_comm {
     uint64_t *p2p_send_seq, *p2p_recv_seq;
     uint64_t split_count;
     atomic_ullong allreduce_calls; /* ncclAllReduce calls that reached the library (test hook) */
+    atomic_ullong broadcast_calls; /* ncclBroadcast and ncclBcast calls, the same way */
     struct emu_premul premul[EMU_MAX_PREMUL]; /* under mu */
     struct emu_work *captured;                /* work recorded into graphs, freed at destroy */
 

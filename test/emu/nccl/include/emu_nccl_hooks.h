@@ -9,6 +9,10 @@
 /* ncclAllReduce calls on comm that reached the library (through any interposer). */
 unsigned long long emuNcclAllReduceCalls(ncclComm_t comm);
 
+/* ncclBroadcast (and ncclBcast) calls on comm that reached the library (through any interposer,
+ * its own included). */
+unsigned long long emuNcclBroadcastCalls(ncclComm_t comm);
+
 /* Sets the paced bandwidth of this process's links from now on (0: unpaced). */
 void emuNcclSetLinkBandwidth(double Bps);
 
@@ -35,6 +39,16 @@ static inline unsigned long long emu_nccl_reached(ncclComm_t comm)
         (unsigned long long (*)(ncclComm_t))dlsym(RTLD_DEFAULT, "emuNcclAllReduceCalls");
 
     return fn ? fn(comm) : 0;
+}
+
+/* The library's count of all-reduce (broadcast = 0) or broadcast (broadcast = 1) calls on comm
+ * that reached it; -1 when the library has no hook (the real NCCL). */
+static inline long long emu_nccl_count(ncclComm_t comm, int broadcast)
+{
+    unsigned long long (*fn)(ncclComm_t) = (unsigned long long (*)(ncclComm_t))dlsym(
+        RTLD_DEFAULT, broadcast ? "emuNcclBroadcastCalls" : "emuNcclAllReduceCalls");
+
+    return fn && comm ? (long long)fn(comm) : -1;
 }
 
 /* The count kept by a single-threaded caller of one communicator. */

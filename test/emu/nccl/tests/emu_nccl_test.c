@@ -17,6 +17,7 @@
 
 #include "emu_cuda.h"
 #include "emu_dtype.h"
+#include "include/emu_nccl_hooks.h"
 
 #define FAIL(...)                                                                                  \
     do {                                                                                           \
@@ -336,6 +337,8 @@ static void check_bcast_reduce(struct rank_ctx *rc, int n, int salt)
 {
     size_t count = 1237, es = 4;
     float *sb = dev_alloc(count * es), *rb = dev_alloc(count * es), *want = malloc(count * es);
+    unsigned long long bcasts = emuNcclBroadcastCalls(rc->comm),
+                       allreduces = emuNcclAllReduceCalls(rc->comm);
 
     for (int root = 0; root < n; root++) {
         gen(sb, count, ncclFloat32, g_rank, salt + root);
@@ -362,6 +365,10 @@ static void check_bcast_reduce(struct rank_ctx *rc, int n, int salt)
             check_bytes(rb, want, count, ncclFloat32, "reduce");
         }
     }
+    /* the test hooks count each ncclBroadcast and ncclBcast, and no reduce as an all-reduce */
+    CHECK(emuNcclBroadcastCalls(rc->comm) == bcasts + 2ull * (unsigned)n);
+    CHECK(emuNcclAllReduceCalls(rc->comm) == allreduces);
+    CHECK(emuNcclBroadcastCalls(NULL) == 0);
     free(want);
 }
 
