@@ -177,51 +177,6 @@ void prophet_loop_iter_mark(prophet_comm_t *c, uint64_t iteration, CUstream stre
         prophet_loop_mark_push(c, iteration, stream);
 }
 
-/* The order a round tries its candidates in: the plans that do not use the fitted model first,
- * passthrough leading (single calls of every size), so that by the time the DP optimum's plans
- * are made the fit has seen blocks of many sizes. Before that the fit has only the measurement
- * iterations' runs of PROPHET_BLOCK_MAX calls, which cannot separate alpha from bandwidth
- * (MobileNet-v2 at 8 ranks: an optimum made then measured 57 ms in its trial window, one
- * made after the other candidates' windows 43 ms). */
-static const uint32_t prophet_loop_order[PROPHET_CAND_COUNT] = {
-    PROPHET_CAND_PASSTHROUGH, PROPHET_CAND_PROPHET, PROPHET_CAND_FUSION,
-    PROPHET_CAND_BUCKETS,     PROPHET_CAND_OPTIMAL, PROPHET_CAND_OPTIMAL_ALPHA4,
-    PROPHET_CAND_OPTIMAL_BW2,
-};
-
-/* The candidates of a new round, in trial order. Each plan is made now from the fit of the
- * moment, but the incumbent's (inc: the candidate kept before, PROPHET_CAND_NONE in the first
- * round) is the plan as it was agreed, plans[PROPHET_CAND_COUNT]: never made again, never left
- * out. A candidate whose plan partitions the calls like the incumbent's or an earlier one's is
- * one candidate with it (it would measure the same): *alias gets bit c for each name merged. */
-static uint32_t prophet_loop_candidates(const prophet_planner_opts_t *po,
-                                        const prophet_profile_t *prof, const prophet_net_t *net,
-                                        prophet_plan_t *plans, uint32_t inc, uint32_t *out,
-                                        uint32_t *alias)
-{
-    uint32_t n = 0;
-
-    *alias = 0;
-    if (inc < PROPHET_CAND_COUNT)
-        plans[inc] = plans[PROPHET_CAND_COUNT];
-    for (uint32_t k = 0; k < PROPHET_CAND_COUNT; k++) {
-        uint32_t c = prophet_loop_order[k];
-        int dup = 0;
-        if (c != inc) {
-            if (prophet_cand_plan(c, po, prof, net, &plans[c]) != 0)
-                continue;
-            dup = inc < PROPHET_CAND_COUNT && prophet_plan_same_blocks(&plans[inc], &plans[c]);
-            for (uint32_t i = 0; i < n && !dup; i++)
-                dup = prophet_plan_same_blocks(&plans[out[i]], &plans[c]);
-        }
-        if (dup)
-            *alias |= 1u << c;
-        else
-            out[n++] = c;
-    }
-    return n;
-}
-
 /* Writes the names of cands[0..n) into buf from len on, comma-separated; the new length. */
 static size_t prophet_loop_names(char *buf, size_t size, size_t len, const uint32_t *cands,
                                  uint32_t n)
@@ -291,7 +246,7 @@ int prophet_loop_plan(prophet_comm_t *c, const prophet_planner_opts_t *po,
         inc = t->phase == PROPHET_TRIAL_CHOSEN && c->loop.inc_valid ? t->chosen : PROPHET_CAND_NONE;
         if (inc == PROPHET_CAND_NONE)
             t->chosen = PROPHET_CAND_NONE;
-        n = prophet_loop_candidates(po, prof, net, c->loop.plans, inc, cands, &alias);
+        n = prophet_trials_candidates(po, prof, net, c->loop.plans, inc, cands, &alias);
         c->loop.plans_calls = prof->n_calls;
         /* the incumbent's plan is the agreed one: never made again at its window */
         c->loop.plans_fixed = inc < PROPHET_CAND_COUNT ? 1u << inc : 0;

@@ -30,9 +30,10 @@
  *    iteration's left out of the bytes (a barrier before the first iteration, a loss logged
  *    before the lock); else, when only the first period differs, the one a whole number of
  *    periods' calls from the first call; else s itself, reported unanchored
- *    (prophet_learner_anchored()). A trusted template that comes back keeps its phase. The anchor is always the first call, on every lock: the
+ *    (prophet_learner_anchored()). The anchor is always the first call, on every lock: the
  *    phase of a broken lock (a sub-period of equal-sized tensors, say) says nothing about where
- *    iterations start. A clean stream (first iteration like the others) gives 0.
+ *    iterations start; but a trusted template that comes back keeps its phase. A clean stream
+ *    (first iteration like the others) gives 0.
  *
  * Readiness: a window of the last W iterations' ready times. Offsets are taken from each
  * iteration's first call, then every iteration is re-aligned by the median of its offsets'

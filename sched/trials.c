@@ -81,6 +81,50 @@ int prophet_plan_same_blocks(const prophet_plan_t *a, const prophet_plan_t *b)
            memcmp(a->block_first, b->block_first, sizeof(a->block_first[0]) * a->n_blocks) == 0;
 }
 
+/* The order a round tries its candidates in: the plans that do not use the fitted model first,
+ * passthrough leading (single calls of every size), so that by the time the DP optimum's plans
+ * are made the fit has seen blocks of many sizes. Before that the fit has only the measurement
+ * iterations' runs of PROPHET_BLOCK_MAX calls, which cannot separate alpha from bandwidth
+ * (MobileNet-v2 at 8 ranks: an optimum made then measured 57 ms in its trial window, one
+ * made after the other candidates' windows 43 ms). */
+const uint32_t prophet_trials_order[PROPHET_CAND_COUNT] = {
+    PROPHET_CAND_PASSTHROUGH, PROPHET_CAND_PROPHET, PROPHET_CAND_FUSION,
+    PROPHET_CAND_BUCKETS,     PROPHET_CAND_OPTIMAL, PROPHET_CAND_OPTIMAL_ALPHA4,
+    PROPHET_CAND_OPTIMAL_BW2,
+};
+
+/* The candidates of a new round, in trial order. Each plan is made now from the fit of the
+ * moment, but the incumbent's (inc: the candidate kept before, PROPHET_CAND_NONE in the first
+ * round) is the plan as it was agreed, plans[PROPHET_CAND_COUNT]: never made again, never left
+ * out. A candidate whose plan partitions the calls like the incumbent's or an earlier one's is
+ * one candidate with it (it would measure the same): *alias gets bit c for each name merged. */
+uint32_t prophet_trials_candidates(const prophet_planner_opts_t *po, const prophet_profile_t *prof,
+                                   const prophet_net_t *net, prophet_plan_t *plans, uint32_t inc,
+                                   uint32_t *out, uint32_t *alias)
+{
+    uint32_t n = 0;
+
+    *alias = 0;
+    if (inc < PROPHET_CAND_COUNT)
+        plans[inc] = plans[PROPHET_CAND_COUNT];
+    for (uint32_t k = 0; k < PROPHET_CAND_COUNT; k++) {
+        uint32_t c = prophet_trials_order[k];
+        int dup = 0;
+        if (c != inc) {
+            if (prophet_cand_plan(c, po, prof, net, &plans[c]) != 0)
+                continue;
+            dup = inc < PROPHET_CAND_COUNT && prophet_plan_same_blocks(&plans[inc], &plans[c]);
+            for (uint32_t i = 0; i < n && !dup; i++)
+                dup = prophet_plan_same_blocks(&plans[out[i]], &plans[c]);
+        }
+        if (dup)
+            *alias |= 1u << c;
+        else
+            out[n++] = c;
+    }
+    return n;
+}
+
 /* Standard error of a figure from its samples' MAD (a normal sigma is 1.4826 MAD). */
 static double figure_se(const double *mad, const uint32_t *nfig, uint32_t c)
 {

@@ -218,9 +218,13 @@ typedef enum prophet_cand {
 } prophet_cand_t;
 
 /* Iterations between agreements while a round runs: a candidate is in force from agreement K + 2
- * to K + PROPHET_TRIAL_WINDOW + 2; the iterations K + 2 .. K + WINDOW - 1 that are clean (no
- * broadcast, no measurement iteration) are its samples, their median its figure. */
-#define PROPHET_TRIAL_WINDOW 6
+ * to K + PROPHET_TRIAL_WINDOW + 2; its iterations from K + 2 on that are clean (no broadcast, no
+ * measurement iteration, no extra call) and whose GPU time is known by the next agreement are its
+ * samples, their median its figure. An iteration's GPU time is known once the next iteration's
+ * mark fired, at the earliest at the start of the iteration after that: 7 gives K + 2 .. K + 5
+ * with a host that synchronises every step (6 gave 3 samples, 2 when one was a measurement
+ * iteration, and most candidates needed a second window). */
+#define PROPHET_TRIAL_WINDOW 7
 #define PROPHET_TRIAL_MIN_SAMPLES 3 /* fewer: the candidate gets one more window */
 #define PROPHET_TRIAL_MAX_WINDOWS 2 /* ... at most; then judged on what it has (none: skipped) */
 #define PROPHET_TRIAL_TIE 0.02      /* passthrough is kept unless beaten by more than 2% */
@@ -265,11 +269,11 @@ typedef enum prophet_cand {
  * Among plans that all beat passthrough, which one led a pass of 3-4 samples each is noise:
  * ResNet-50 per-tensor at 8 ranks (1 Gbit/s) kept buckets on a confirmation window of 153 ms
  * where optimal, 2 ms behind it in the first pass, ran at 128 ms.
- * PROPHET_TRIAL_CONFIRM: the windows added to such a round (passthrough's, the leader's and the
- * runner-up's). */
-#define PROPHET_TRIAL_CONFIRM 3
+ * PROPHET_TRIAL_CONFIRM: the windows added to such a round (passthrough's, the incumbent's, the
+ * leader's and the runner-up's). */
+#define PROPHET_TRIAL_CONFIRM 4
 /* A round ends within this many iterations of its first agreement (every candidate distinct,
- * every one needing its second window, the confirmation's three, plus the agreement that
+ * every one needing its second window, the confirmation's four, plus the agreement that
  * announces the choice). */
 #define PROPHET_TRIAL_ROUND_BOUND                                                                  \
     ((PROPHET_CAND_COUNT + PROPHET_TRIAL_CONFIRM) * PROPHET_TRIAL_MAX_WINDOWS *                    \
@@ -329,6 +333,18 @@ const char *prophet_drift_name(uint32_t sigs);
 int prophet_cand_plan(uint32_t cand, const prophet_planner_opts_t *opts,
                       const prophet_profile_t *profile, const prophet_net_t *net,
                       prophet_plan_t *out);
+/* The order a round tries its candidates in (passthrough first, the DP optima last). */
+extern const uint32_t prophet_trials_order[PROPHET_CAND_COUNT];
+/* A new round's candidates, in trial order, into out (returns how many). plans has
+ * PROPHET_CAND_COUNT + 1 entries: each candidate's plan is made now (prophet_cand_plan) from the
+ * fit of the moment, but the incumbent's (inc, the candidate kept before; PROPHET_CAND_NONE in the
+ * first round) is plans[PROPHET_CAND_COUNT], the plan as it was agreed, copied to plans[inc]:
+ * never made again, never left out. A candidate whose plan partitions the calls like the
+ * incumbent's or an earlier one's is one candidate with it: *alias gets bit c for each name
+ * merged so. */
+uint32_t prophet_trials_candidates(const prophet_planner_opts_t *po, const prophet_profile_t *prof,
+                                   const prophet_net_t *net, prophet_plan_t *plans, uint32_t inc,
+                                   uint32_t *out, uint32_t *alias);
 /* Whether two plans partition the calls alike. */
 int prophet_plan_same_blocks(const prophet_plan_t *a, const prophet_plan_t *b);
 /* The candidate kept from measured figures (fig[c] < 0 or nfig[c] == 0: not measured): the

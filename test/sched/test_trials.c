@@ -502,6 +502,89 @@ static void test_incumbent(void)
     }
 }
 
+/* A round's candidates (prophet_trials_candidates): in trial order, a plan that partitions the
+ * calls like an earlier one's merged into it; the incumbent's plan is the one it was agreed with,
+ * never made again, never left out, and a candidate whose new plan equals it is merged into it.
+ * The issue's case: the kept optimal-alpha4, made again, came out as optimal's plan; it was
+ * dropped as optimal's duplicate, and the round lost the plan it had kept. */
+static void test_candidates(void)
+{
+    static prophet_profile_t prof;
+    static prophet_plan_t plans[PROPHET_CAND_COUNT + 1], agreed;
+    prophet_planner_opts_t po = {.fusion_bytes = 64u << 20,
+                                 .cycle_us = 1000,
+                                 .bucket_bytes = 25u << 20,
+                                 .credit_bytes = 0,
+                                 .ranks = 4};
+    prophet_net_t net = {.alpha_us = 100, .bandwidth_Bps = 1.25e8, .source = PROPHET_NET_FIXED};
+    uint32_t out[PROPHET_CAND_COUNT], alias, n;
+    double t = 0;
+
+    prof.n_calls = 60;
+    for (uint32_t i = 0; i < prof.n_calls; i++) {
+        prof.sig[i].bytes = 4096u << (i % 9);
+        prof.sig[i].count = prof.sig[i].bytes / 4;
+        t += i % 10 == 9 ? 3000 : 40;
+        prof.ready_us[i] = t;
+        prof.priority[i] = prof.n_calls - 1 - i;
+    }
+    prof.backward_us = t;
+    CHECK(prophet_steps_detect_robust(prof.ready_us, prof.n_calls, 2.0, prof.steps,
+                                      &prof.n_steps) == 0);
+    /* first round: every distinct partition once, in trial order, the merged names in alias */
+    n = prophet_trials_candidates(&po, &prof, &net, plans, NONE, out, &alias);
+    CHECK(n >= 2 && out[0] == PT);
+    for (uint32_t i = 0, k = 0; i < n; i++) {
+        while (k < PROPHET_CAND_COUNT && prophet_trials_order[k] != out[i])
+            k++;
+        CHECKF(k < PROPHET_CAND_COUNT, "candidate %s out of trial order",
+               prophet_cand_name(out[i]));
+        for (uint32_t j = 0; j < i; j++)
+            CHECK(!prophet_plan_same_blocks(&plans[out[i]], &plans[out[j]]));
+    }
+    for (uint32_t c = 0; c < PROPHET_CAND_COUNT; c++) {
+        int same = 0;
+
+        if (!(alias & (1u << c)))
+            continue;
+        for (uint32_t i = 0; i < n; i++)
+            same |= prophet_plan_same_blocks(&plans[c], &plans[out[i]]);
+        CHECKF(same, "%s merged into no candidate", prophet_cand_name(c));
+    }
+    CHECK(n + (uint32_t)__builtin_popcount(alias) == PROPHET_CAND_COUNT);
+    /* a restart: optimal-alpha4 was kept with optimal's blocks of now */
+    CHECK(prophet_cand_plan(PROPHET_CAND_OPTIMAL, &po, &prof, &net, &agreed) == 0);
+    plans[PROPHET_CAND_COUNT] = agreed;
+    n = prophet_trials_candidates(&po, &prof, &net, plans, PROPHET_CAND_OPTIMAL_ALPHA4, out,
+                                  &alias);
+    {
+        int has_inc = 0, has_opt = 0;
+
+        for (uint32_t i = 0; i < n; i++) {
+            has_inc |= out[i] == PROPHET_CAND_OPTIMAL_ALPHA4;
+            has_opt |= out[i] == PROPHET_CAND_OPTIMAL;
+        }
+        CHECKF(has_inc && !has_opt && (alias & (1u << PROPHET_CAND_OPTIMAL)),
+               "restart: incumbent %s, optimal %s (alias 0x%x)", has_inc ? "in" : "left out",
+               has_opt ? "in" : "merged", alias);
+        CHECK(prophet_plan_same_blocks(&plans[PROPHET_CAND_OPTIMAL_ALPHA4], &agreed));
+    }
+    /* the incumbent's agreed plan is used even when no planner would make it now */
+    agreed.n_blocks = 2;
+    agreed.block_first[0] = 0;
+    agreed.block_first[1] = prof.n_calls / 2;
+    plans[PROPHET_CAND_COUNT] = agreed;
+    n = prophet_trials_candidates(&po, &prof, &net, plans, PROPHET_CAND_BUCKETS, out, &alias);
+    CHECK(prophet_plan_same_blocks(&plans[PROPHET_CAND_BUCKETS], &agreed));
+    {
+        int has_inc = 0;
+
+        for (uint32_t i = 0; i < n; i++)
+            has_inc |= out[i] == PROPHET_CAND_BUCKETS;
+        CHECK(has_inc);
+    }
+}
+
 /* Drives a whole round over the preload's candidate order: a candidate's first window measures
  * first[c], each later one again[c] (4 samples, 0.1% apart). seen[] receives the candidate of
  * every window (*n of them); *d the decision that announced the choice. */
@@ -693,6 +776,7 @@ int main(void)
     test_change_at_choice();
     test_narrow();
     test_incumbent();
+    test_candidates();
     test_confirm();
     test_runner_up();
     test_cap();
