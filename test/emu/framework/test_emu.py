@@ -109,37 +109,35 @@ def check_grad_comm(o, what, exact_job=None):
             fail("%s: rank %d: a broadcast reached NCCL without an interposer" % (what, r))
 
 
+def check_extra_calls(emu, profile, margs, opts, per_iter, kind):
+    """Runs the job with opts; every kind_allreduces issued and checked (per_iter per k-th
+    iteration, k = opts[1]), and the gradients' comm saw the job's calls."""
+    o = emu_json(emu, job_args(profile, margs + opts))
+    n = total_iters(o) // int(opts[1]) * per_iter  # iterations k-1, 2k-1, ...
+    what = "%s %s" % (" ".join(opts), " ".join(margs))
+    per_rank(o, "extras", kind + "_allreduces", n, what)
+    per_rank(o, "extras", kind + "_checked", n, what)
+    grads = len(json.load(open(profile))["tensors"])
+    check_grad_comm(o, what, grads * total_iters(o) + n if margs[1] == "per-tensor" else None)
+    print("ok: %s: %d %s all-reduces checked" % (what, n, kind))
+
+
 def case_loss(emu, profile, mode):
-    k = 2
     for margs in (["--mode", "per-tensor"], ["--mode", "horovod"],
                   ["--mode", "per-param-sync", "--current-stream"],
                   ["--mode", "ddp", "--wait", "none"]):
         if PRELOAD and margs[1] in ("per-param-sync", "ddp"):
             continue  # short: the preload runs take 30 iterations
-        o = emu_json(emu, job_args(profile, margs + ["--loss-every", str(k)]))
-        n = total_iters(o) // k  # iterations k-1, 2k-1, ...
-        what = "--loss-every %d %s" % (k, " ".join(margs))
-        per_rank(o, "extras", "loss_allreduces", n, what)
-        per_rank(o, "extras", "loss_checked", n, what)
-        grads = len(json.load(open(profile))["tensors"])
-        check_grad_comm(o, what, grads * total_iters(o) + n if margs[1] == "per-tensor" else None)
-        print("ok: %s: %d loss all-reduces checked" % (what, n))
+        check_extra_calls(emu, profile, margs, ["--loss-every", "2"], 1, "loss")
 
 
 def case_eval(emu, profile, mode):
-    k, reps = 2, 2
+    reps = 2
     for margs in (["--mode", "per-tensor"], ["--mode", "ddp", "--wait", "per-layer"]):
         if PRELOAD and margs[1] == "ddp":
             continue
-        o = emu_json(emu, job_args(profile, margs + ["--eval-every", str(k), "--eval-calls",
-                                                     str(reps)]))
-        n = total_iters(o) // k * reps * 3
-        what = "--eval-every %d --eval-calls %d %s" % (k, reps, " ".join(margs))
-        per_rank(o, "extras", "eval_allreduces", n, what)
-        per_rank(o, "extras", "eval_checked", n, what)
-        grads = len(json.load(open(profile))["tensors"])
-        check_grad_comm(o, what, grads * total_iters(o) + n if margs[1] == "per-tensor" else None)
-        print("ok: %s: %d metric all-reduces checked" % (what, n))
+        check_extra_calls(emu, profile, margs, ["--eval-every", "2", "--eval-calls", str(reps)],
+                          reps * 3, "eval")
 
 
 def case_wait_none(emu, profile, mode):
