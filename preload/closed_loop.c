@@ -71,7 +71,6 @@ static int prophet_loop_time_oldest(prophet_comm_t *c, double *us)
     *us = -1;
     if (!a->ev || !b->ev) {
         *us = (double)(b->host_us - a->host_us);
-        L->host_samples++;
         return 1;
     }
     if ((rc = prophet_cu.EventQuery(b->ev)) == CUDA_ERROR_NOT_READY)
@@ -79,7 +78,6 @@ static int prophet_loop_time_oldest(prophet_comm_t *c, double *us)
     if (rc == CUDA_SUCCESS && prophet_cu.EventElapsedTime(&ms, a->ev, b->ev) == CUDA_SUCCESS &&
         ms > 0) {
         *us = (double)ms * 1000.0;
-        L->gpu_samples++;
     }
     return 1;
 }

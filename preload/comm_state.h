@@ -158,7 +158,6 @@ typedef struct prophet_comm_loop {
     uint32_t iter_cand;    /* rank 0: the candidate in force during it */
     prophet_loop_mark_t marks[PROPHET_LOOP_MARKS]; /* rank 0: the iterations not yet timed */
     uint32_t mark_head, mark_n;
-    uint64_t gpu_samples, host_samples; /* rank 0: samples timed by the GPU, by the host */
 } prophet_comm_loop_t;
 
 typedef struct prophet_stats {

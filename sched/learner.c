@@ -90,7 +90,7 @@ struct prophet_learner {
     uint64_t *tkey, *tkey_sorted;
     uint64_t period_bytes;
     /* extras since the current iteration began (calls the lock tolerated, PROPHET_LEARN_EXTRA) */
-    uint64_t ex_bytes, ex_calls, extras;
+    uint64_t ex_bytes, ex_calls;
     /* the last trusted template that broke without being rejected: a relock on it keeps its
      * phase (the job's iterations start where its template starts) */
     uint64_t kept_hash;
@@ -636,11 +636,6 @@ static int extra_tolerated(const prophet_learner_t *l, const prophet_call_sig_t 
            l->ex_calls < PROPHET_LEARN_EXTRA_CALLS;
 }
 
-uint64_t prophet_learner_extras(const prophet_learner_t *l)
-{
-    return l ? l->extras : 0;
-}
-
 int prophet_learner_observe(prophet_learner_t *l, const prophet_call_sig_t *sig, int64_t ready_us,
                             uint32_t *index)
 {
@@ -685,7 +680,6 @@ int prophet_learner_observe(prophet_learner_t *l, const prophet_call_sig_t *sig,
         if (extra_tolerated(l, sig)) {
             l->ex_bytes += sig->bytes;
             l->ex_calls++;
-            l->extras++;
             return PROPHET_LEARN_EXTRA;
         }
         unlock(l);

@@ -49,7 +49,6 @@ typedef struct rep_log {
     size_t n_nets;
     rep_plan_t *plans;
     size_t n_plans;
-    size_t n_samples, n_samples_gpu; /* the closed loop's timed iterations (rank 0) */
     rep_iter_t *iters; /* merged by iteration number, ascending */
     size_t n_iters;
 } rep_log_t;

@@ -102,8 +102,6 @@ const prophet_profile_t *prophet_learner_profile(const prophet_learner_t *l);
  * the phase it had (as sure a boundary as a bytes anchor). */
 #define PROPHET_LEARN_ANCHOR_TEMPLATE 3
 int prophet_learner_anchored(const prophet_learner_t *l);
-/* Calls taken as extras (PROPHET_LEARN_EXTRA) since the learner was made. */
-uint64_t prophet_learner_extras(const prophet_learner_t *l);
 /* A lock anchored by bytes (or by a kept template) that lasted this many iterations is trusted:
  * when it breaks (the job changed its sequence), the next lock's phase is counted from its last
  * iteration start, and its template is kept rather than rejected (it may come back). */
