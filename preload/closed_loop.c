@@ -1,4 +1,5 @@
-/* The closed loop (issue 12): in the default mode with no PROPHET_POLICY, the plan in force is
+/* The closed loop's instruments on rank 0 (the decisions are sched/closed_loop.c's: measurements
+ * in, the plan to agree out). In the default mode with no PROPHET_POLICY, the plan in force is
  * judged by the iteration time it measures. Rank 0, which makes every plan, times each iteration
  * on the GPU: an event (a mark) recorded on the stream of the iteration's first call, before the
  * call is issued or held, and the time between two consecutive marks is the iteration's time as
@@ -8,23 +9,15 @@
  * queried, never waited for, at each iteration's first call: a sample arrives once the next mark
  * fired, and counts for the candidate whose plan ran that iteration (the equal of the job's own
  * period on every rank of a synchronous data-parallel job up to jitter, since every iteration
- * ends in all-reduces that all ranks wait for). Rank 0 runs sched/trials.c: each candidate plan
- * is broadcast in turn and is in force for PROPHET_TRIAL_WINDOW iterations on every rank (the plan
- * broadcast makes the iterations the same everywhere); its figure, the median of its clean
- * iterations' samples, travels in the next plan so that every rank logs the same figures and the
- * same choice; a leader other than passthrough is timed again beside passthrough (and the
- * incumbent) before it is kept, and so is a runner-up near it once the leader wins again
- * (PROPHET_TRIAL_CONFIRM). Iterations that carry a broadcast, a measurement (held in runs of
- * PROPHET_BLOCK_MAX) or an extra call of the job are not samples. A candidate's plan is made once
- * a round, when its first window begins: the plan timed is the plan kept, broadcast again every
- * PROPHET_TRIAL_CHECK_EVERY iterations, until a drift of the iteration time, of the eBPF
- * throughput or of the profile starts a new round. The kept plan is then the incumbent: the next
- * round measures it as it was agreed (plans[PROPHET_CAND_COUNT]), never made again from the fit
- * of the moment, and keeps it unless a challenger measured faster by more than the noise. When
- * the plan in force is passthrough, calls go straight to NCCL: only one iteration in
- * PROPHET_SAMPLE_EVERY is observed (measured), so that a job the preload cannot help pays for
- * little more than the learner's bookkeeping and the eBPF probe (a probe per rank measured 1-6% of
- * an emulated job's iteration time: docs/benchmarks.md, issue 12's sweep). */
+ * ends in all-reduces that all ranks wait for). Each candidate plan is broadcast in turn and is in
+ * force for PROPHET_TRIAL_WINDOW iterations on every rank (the plan broadcast makes the
+ * iterations the same everywhere); its figure travels in the next plan so that every rank logs the
+ * same figures and the same choice. Iterations that carry a broadcast, a measurement (held in runs
+ * of PROPHET_BLOCK_MAX) or an extra call of the job are not samples. When the plan in force is
+ * passthrough, calls go straight to NCCL: only one iteration in PROPHET_SAMPLE_EVERY is observed
+ * (measured), so that a job the preload cannot help pays for little more than the learner's
+ * bookkeeping and the eBPF probe (a probe per rank measured 1-6% of an emulated job's iteration
+ * time: docs/benchmarks.md). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,14 +40,13 @@ void prophet_loop_reset(prophet_comm_t *c)
 {
     c->loop.in_force = PROPHET_CAND_NONE;
     c->loop.kept_cand = PROPHET_CAND_NONE;
-    c->loop.inc_valid = 0;
     c->loop.direct = 0;
     c->loop.chosen = 0;
     c->loop.iter_start_us = 0;
     c->loop.iter_clean = 0;
     c->loop.iter_cand = PROPHET_CAND_NONE;
-    if (c->loop.trials)
-        prophet_trials_init(c->loop.trials);
+    if (c->loop.cl)
+        prophet_closed_loop_reset(c->loop.cl);
 }
 
 /* The oldest mark's iteration is over when the next mark exists; its time is the GPU time
@@ -86,6 +78,25 @@ static int prophet_loop_time_oldest(prophet_comm_t *c, double *us)
  * oldest first. A query never waits: a host far ahead of the GPU gets its samples late, and
  * the trials' windows wait for them (prophet_trials_sample counts a sample only for the
  * candidate being timed). */
+/* One INFO line when the kept plan's figures drifted. */
+static void prophet_loop_log_drift(prophet_comm_t *c)
+{
+    int restart;
+    const char *what = prophet_closed_loop_drift(c->loop.cl, &restart);
+
+    if (!what)
+        return;
+    if (restart)
+        prophet_msg(PROPHET_LOG_INFO, "comm %lu: %s drifted since the choice; trials again",
+                    (unsigned long)c->id, what);
+    else
+        prophet_msg(PROPHET_LOG_INFO,
+                    "comm %lu: %s drifted since the choice; passthrough kept (nothing to re-time "
+                    "while the network and the profile hold), the next drift must last %u samples",
+                    (unsigned long)c->id, what,
+                    prophet_trials_drift_lasts(prophet_closed_loop_trials(c->loop.cl)));
+}
+
 static void prophet_loop_drain(prophet_comm_t *c, uint64_t iteration)
 {
     prophet_comm_loop_t *L = &c->loop;
@@ -103,8 +114,8 @@ static void prophet_loop_drain(prophet_comm_t *c, uint64_t iteration)
                                   .use = PROPHET_TRIAL_SAMPLE_IGNORED};
 
         if (a->clean && us > 0) {
-            s.use =
-                prophet_trials_sample(L->trials, a->cand, us, prophet_poller_probe_Bps(), backward);
+            s.use = prophet_closed_loop_sample(L->cl, a->cand, us, prophet_poller_probe_Bps(),
+                                               backward);
             prophet_logb_sample(c, &s);
         }
         prophet_comm_event_put(c, a->ev);
@@ -113,18 +124,14 @@ static void prophet_loop_drain(prophet_comm_t *c, uint64_t iteration)
         L->mark_n--;
     }
     prophet_capture_restore(mode);
-    if (L->trials->restart && L->trials->reason) {
-        prophet_msg(PROPHET_LOG_INFO, "comm %lu: %s drifted since the choice; trials again",
-                    (unsigned long)c->id, L->trials->reason);
-        L->trials->reason = NULL;
-    }
+    prophet_loop_log_drift(c);
 }
 
 void prophet_loop_iter_start(prophet_comm_t *c, uint64_t iteration, int64_t now_us)
 {
     prophet_comm_loop_t *L = &c->loop;
 
-    if (!L->trials)
+    if (!L->cl)
         return;
     if (L->mark_n) /* the iteration that just ended: a sample unless an extra call came */
         L->marks[(L->mark_head + L->mark_n - 1) % PROPHET_LOOP_MARKS].clean = L->iter_clean;
@@ -171,7 +178,7 @@ void prophet_loop_iter_mark(prophet_comm_t *c, uint64_t iteration, CUstream stre
     c->loop.iter_cand = c->loop.in_force;
     c->loop.iter_clean = c->agree.have_plan && !c->order.measuring && !broadcast_here &&
                          c->loop.in_force != PROPHET_CAND_NONE;
-    if (c->loop.trials && c->loop.iter_start_us)
+    if (c->loop.cl && c->loop.iter_start_us)
         prophet_loop_mark_push(c, iteration, stream);
 }
 
@@ -186,114 +193,52 @@ static size_t prophet_loop_names(char *buf, size_t size, size_t len, const uint3
 }
 
 /* One INFO line per round: its candidates, the names merged into them, the incumbent. */
-static void prophet_loop_log_round(const prophet_comm_t *c, const uint32_t *cands, uint32_t n,
-                                   uint32_t alias, uint32_t inc)
+static void prophet_loop_log_round(const prophet_comm_t *c, const prophet_loop_events_t *ev)
 {
     char tried[160] = "", merged[160] = "";
-    uint32_t same[PROPHET_CAND_COUNT], m = 0;
+    uint32_t same[PROPHET_CAND_COUNT], m = 0, inc = ev->incumbent;
 
     for (uint32_t k = 0; k < PROPHET_CAND_COUNT; k++)
-        if (alias & (1u << k))
+        if (ev->alias & (1u << k))
             same[m++] = k;
-    prophet_loop_names(tried, sizeof(tried), 0, cands, n);
+    prophet_loop_names(tried, sizeof(tried), 0, ev->cands, ev->n_cands);
     prophet_loop_names(merged, sizeof(merged), 0, same, m);
-    prophet_msg(PROPHET_LOG_INFO, "comm %lu: trial round %u: candidates %s%s%s%s%s",
-                (unsigned long)c->id, c->loop.trials->round, tried,
-                inc < PROPHET_CAND_COUNT ? "; incumbent " : "",
+    prophet_msg(PROPHET_LOG_INFO, "comm %lu: trial round %u: %scandidates %s%s%s%s%s",
+                (unsigned long)c->id, ev->round,
+                ev->retime ? "the time drifted alone: the incumbent re-timed first; then " : "",
+                tried, inc < PROPHET_CAND_COUNT ? "; incumbent " : "",
                 inc < PROPHET_CAND_COUNT ? prophet_cand_name(inc) : "",
                 m ? "; same blocks as one of these: " : "", merged);
 }
 
-/* The loop's state on rank 0, made at its first plan: 0, or -ENOMEM. */
-static int prophet_loop_alloc(prophet_comm_t *c)
+/* One INFO line per duel. */
+static void prophet_loop_log_duel(const prophet_comm_t *c, const prophet_loop_events_t *ev)
 {
-    if (c->loop.trials)
-        return 0;
-    c->loop.trials = malloc(sizeof(*c->loop.trials));
-    c->loop.plans = calloc(PROPHET_CAND_COUNT + 1, sizeof(*c->loop.plans));
-    if (!c->loop.trials || !c->loop.plans) {
-        free(c->loop.trials);
-        free(c->loop.plans);
-        c->loop.trials = NULL;
-        c->loop.plans = NULL;
-        return -ENOMEM;
-    }
-    prophet_trials_init(c->loop.trials);
-    return 0;
+    static const char *const why[] = {"", "the first pass's leader",
+                                      "the runner-up near the leader", "re-timing the incumbent"};
+    const prophet_trials_t *t = prophet_closed_loop_trials(c->loop.cl);
+
+    prophet_msg(PROPHET_LOG_INFO,
+                "comm %lu: trial round %u: %s: %s (%.0f us) against %s (%.0f us) in alternating "
+                "windows, %u to %u pairs",
+                (unsigned long)c->id, t->round, why[ev->duel_kind < 4 ? ev->duel_kind : 0],
+                prophet_cand_name(ev->duel_c), ev->duel_c_us, prophet_cand_name(ev->duel_d),
+                ev->duel_d_us, 1, PROPHET_TRIAL_PAIRS_MAX);
 }
 
 int prophet_loop_plan(prophet_comm_t *c, const prophet_planner_opts_t *po,
                       const prophet_profile_t *prof, const prophet_net_t *net, prophet_plan_t *out)
 {
-    prophet_plan_trial_t d;
-    prophet_trials_t *t;
-    uint32_t cands[PROPHET_CAND_COUNT], n, alias, inc;
+    prophet_loop_events_t ev;
 
-    if (prophet_loop_alloc(c) != 0)
+    if (!c->loop.cl && !(c->loop.cl = prophet_closed_loop_new()))
         return prophet_plan_make(po, prof, net, out);
-    t = c->loop.trials;
-    if (t->phase != PROPHET_TRIAL_OFF && c->loop.plans_calls != prof->n_calls) {
-        /* the round's plans were made for another profile: a new round, every candidate, and
-         * no incumbent (its plan partitions other calls) */
-        t->restart = 1;
-        t->time_only = 0;
-        t->chosen = PROPHET_CAND_NONE;
-        c->loop.inc_valid = 0;
-    }
-    if (prophet_trials_wants_round(t)) {
-        inc = t->phase == PROPHET_TRIAL_CHOSEN && c->loop.inc_valid ? t->chosen : PROPHET_CAND_NONE;
-        if (inc == PROPHET_CAND_NONE)
-            t->chosen = PROPHET_CAND_NONE;
-        n = prophet_trials_candidates(po, prof, net, c->loop.plans, inc, cands, &alias);
-        c->loop.plans_calls = prof->n_calls;
-        /* the incumbent's plan is the agreed one: never made again at its window */
-        c->loop.plans_fixed = inc < PROPHET_CAND_COUNT ? 1u << inc : 0;
-        if (n == 0 || prophet_trials_begin(t, cands, n) != 0)
-            return prophet_plan_make(po, prof, net, out);
-        prophet_loop_log_round(c, t->order, t->n_order, alias, inc);
-        if (c->loop.trials->n_skipped)
-            prophet_msg(PROPHET_LOG_INFO,
-                        "comm %lu: trial round %u: %u candidate(s) left out (more than %.0f%% "
-                        "slower than the kept one in the last round)",
-                        (unsigned long)c->id, c->loop.trials->round, c->loop.trials->n_skipped,
-                        100 * PROPHET_TRIAL_NEAR);
-    }
-    prophet_trials_decide(c->loop.trials, &d);
-    if (d.candidate >= PROPHET_CAND_COUNT)
-        return -EINVAL;
-    if (c->loop.trials->confirm_begun) {
-        prophet_msg(PROPHET_LOG_INFO,
-                    "comm %lu: trial round %u: %s led (%.0f us); timing it and passthrough again",
-                    (unsigned long)c->id, c->loop.trials->round,
-                    prophet_cand_name(c->loop.trials->lead), c->loop.trials->lead_us);
-        c->loop.trials->confirm_begun = 0;
-    }
-    if (c->loop.trials->runner_begun) {
-        prophet_msg(PROPHET_LOG_INFO,
-                    "comm %lu: trial round %u: %s led again; timing the runner-up %s (%.0f us) "
-                    "again",
-                    (unsigned long)c->id, c->loop.trials->round,
-                    prophet_cand_name(c->loop.trials->lead),
-                    prophet_cand_name(c->loop.trials->runner), c->loop.trials->runner_us);
-        c->loop.trials->runner_begun = 0;
-    }
-    /* A candidate's plan is made when its first window begins, under the fit of that moment, and
-     * then fixed for the round: its windows and, once it is kept, every later agreement carry the
-     * plan that was timed. (Re-made at each agreement under a fit that moves with every block the
-     * plan itself runs, a kept optimum alternated on ResNet-50 at 4 ranks between the 5-block
-     * plan timed at 93 ms and a 3-block plan never timed, which ran at 110 ms.) */
-    if (!(c->loop.plans_fixed & (1u << d.candidate))) {
-        if (d.phase == PROPHET_TRIAL_RUNNING &&
-            prophet_cand_plan(d.candidate, po, prof, net, &c->loop.plans[d.candidate]) != 0)
-            return -EINVAL;
-        c->loop.plans_fixed |= 1u << d.candidate;
-    }
-    *out = c->loop.plans[d.candidate];
-    out->trial = d;
-    if (d.phase == PROPHET_TRIAL_CHOSEN) { /* the kept plan, as agreed: the next incumbent */
-        c->loop.plans[PROPHET_CAND_COUNT] = c->loop.plans[d.candidate];
-        c->loop.inc_valid = 1;
-    }
+    if (prophet_closed_loop_plan(c->loop.cl, po, prof, net, out, &ev) != 0)
+        return prophet_plan_make(po, prof, net, out);
+    if (ev.round_begun)
+        prophet_loop_log_round(c, &ev);
+    if (ev.duel_begun)
+        prophet_loop_log_duel(c, &ev);
     return 0;
 }
 

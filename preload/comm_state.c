@@ -229,8 +229,6 @@ void prophet_comm_free_models(prophet_comm_t *c)
     c->models.net = NULL;
     free(c->order.seq);
     c->order.seq = NULL;
-    free(c->loop.trials); /* closed_loop.c's, plain allocations */
-    c->loop.trials = NULL;
-    free(c->loop.plans);
-    c->loop.plans = NULL;
+    prophet_closed_loop_free(c->loop.cl);
+    c->loop.cl = NULL;
 }

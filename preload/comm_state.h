@@ -141,21 +141,15 @@ typedef struct prophet_loop_mark {
 /* The closed loop (closed_loop.c): which candidate's plan is in force, whether it holds nothing,
  * and on rank 0 the trials and the iteration times that feed them. */
 typedef struct prophet_comm_loop {
-    prophet_trials_t *trials; /* rank 0 under the closed loop, else NULL */
-    /* rank 0: each candidate's plan in the current round (NULL without trials); the plan timed in
-     * the trials is the plan kept, until a drift starts a new round */
-    prophet_plan_t *plans; /* ... and plans[PROPHET_CAND_COUNT]: the incumbent, as agreed */
-    int inc_valid;         /* rank 0: plans[PROPHET_CAND_COUNT] holds the kept plan */
-    uint32_t plans_calls;  /* the profile's calls when plans[] were made */
-    uint32_t plans_fixed;  /* bit c: plans[c] is the one timed this round (made at its window) */
-    uint32_t in_force;     /* candidate of the plan in force, PROPHET_CAND_NONE */
-    int direct;            /* the plan in force is passthrough: calls go straight to NCCL */
-    int chosen;            /* the plan in force is the one the last trials kept */
-    uint32_t kept_cand;    /* candidate of the last kept plan installed (PROPHET_CAND_NONE) */
-    uint64_t agree_iter;   /* iteration of the last plan broadcast */
-    int64_t iter_start_us; /* rank 0: first call of the current iteration (0: none) */
-    int iter_clean;        /* rank 0: the current iteration's time is a sample */
-    uint32_t iter_cand;    /* rank 0: the candidate in force during it */
+    prophet_closed_loop_t *cl; /* rank 0 under the closed loop (sched/closed_loop.c), else NULL */
+    uint32_t in_force;         /* candidate of the plan in force, PROPHET_CAND_NONE */
+    int direct;                /* the plan in force is passthrough: calls go straight to NCCL */
+    int chosen;                /* the plan in force is the one the last trials kept */
+    uint32_t kept_cand;        /* candidate of the last kept plan installed (PROPHET_CAND_NONE) */
+    uint64_t agree_iter;       /* iteration of the last plan broadcast */
+    int64_t iter_start_us;     /* rank 0: first call of the current iteration (0: none) */
+    int iter_clean;            /* rank 0: the current iteration's time is a sample */
+    uint32_t iter_cand;        /* rank 0: the candidate in force during it */
     prophet_loop_mark_t marks[PROPHET_LOOP_MARKS]; /* rank 0: the iterations not yet timed */
     uint32_t mark_head, mark_n;
 } prophet_comm_loop_t;

@@ -152,32 +152,13 @@ uint32_t prophet_trials_choose(const double *fig, const double *mad, const uint3
     return best;
 }
 
-/* The incumbent's rule on top of prophet_trials_choose(): a challenger replaces the incumbent (the
- * plan kept before this round, measured in it) only when it measured faster by more than the
- * tie and the noise, as passthrough's rule demands of any plan that holds calls. */
-static uint32_t choose_inc(const prophet_trials_t *t, const uint32_t *nfig)
-{
-    uint32_t best = prophet_trials_choose(t->fig, t->fig_mad, nfig, PROPHET_CAND_COUNT,
-                                          PROPHET_TRIAL_TIE),
-             inc = t->incumbent;
-    double se_b, se_i;
-
-    if (best == PROPHET_CAND_NONE || inc >= PROPHET_CAND_COUNT || best == inc || nfig[inc] == 0 ||
-        t->fig[inc] < 0)
-        return best;
-    se_b = figure_se(t->fig_mad, nfig, best);
-    se_i = figure_se(t->fig_mad, nfig, inc);
-    if (t->fig[inc] <= t->fig[best] * (1 + PROPHET_TRIAL_TIE) +
-                           PROPHET_TRIAL_NOISE_Z * sqrt(se_b * se_b + se_i * se_i))
-        best = inc;
-    return best;
-}
-
 void prophet_trials_init(prophet_trials_t *t)
 {
     memset(t, 0, sizeof(*t));
     t->phase = PROPHET_TRIAL_OFF;
-    t->current = t->chosen = t->lead = t->runner = t->incumbent = PROPHET_CAND_NONE;
+    t->current = t->chosen = t->runner = t->incumbent = t->kept_before = PROPHET_CAND_NONE;
+    t->duel_c = t->duel_d = PROPHET_CAND_NONE;
+    t->duel_d_us = -1;
     t->ref_probe = -1;
     for (uint32_t c = 0; c < PROPHET_CAND_COUNT; c++) {
         t->fig[c] = t->fig_probe[c] = -1;
@@ -190,51 +171,55 @@ int prophet_trials_wants_round(const prophet_trials_t *t)
     return t->phase == PROPHET_TRIAL_OFF || t->restart;
 }
 
-/* Whether a round restarted by a drift of the iteration time alone tries candidate c again. */
-static int worth_again(const prophet_trials_t *t, uint32_t c)
+/* A duel of challenger against defender begins: the defender's window first. */
+static void duel_begin(prophet_trials_t *t, uint32_t kind, uint32_t challenger, uint32_t defender)
 {
-    double kept = t->chosen < PROPHET_CAND_COUNT ? t->fig[t->chosen] : -1;
-
-    if (c == t->chosen || c == PROPHET_CAND_PASSTHROUGH || !(kept > 0))
-        return 1;
-    if (t->nfig[c] == 0 || t->fig[c] < 0) /* not measured: left out before, or never judged */
-        return !(t->far_mask & (1u << c));
-    return t->fig[c] <= kept * (1 + PROPHET_TRIAL_NEAR);
+    t->duel_kind = kind;
+    t->duel_c = challenger;
+    t->duel_d = defender;
+    t->duel_pairs = t->duel_slots = 0;
+    t->duel_d_us = -1;
+    t->duel_se = t->duel_pair1_se = 0;
+    t->duel_begun = 1;
+    t->current = defender;
 }
 
 int prophet_trials_begin(prophet_trials_t *t, const uint32_t *cands, uint32_t n)
 {
-    uint32_t round = t->round, order[PROPHET_CAND_COUNT], m = 0, far = 0, calm = t->calm;
+    uint32_t round = t->round, order[PROPHET_CAND_COUNT], m = 0, calm = t->calm;
     uint32_t inc = t->phase == PROPHET_TRIAL_CHOSEN ? t->chosen : PROPHET_CAND_NONE;
-    int narrow = t->phase == PROPHET_TRIAL_CHOSEN && t->restart && t->time_only, has_inc = 0;
+    int retime = inc < PROPHET_CAND_COUNT && inc != PROPHET_CAND_PASSTHROUGH && t->restart &&
+                 t->time_only,
+        has_inc = 0;
 
     if (!cands || n == 0 || n > PROPHET_CAND_COUNT)
         return -EINVAL;
     for (uint32_t i = 0; i < n; i++) {
         if (cands[i] >= PROPHET_CAND_COUNT)
             return -EINVAL;
+        for (uint32_t j = 0; j < i; j++)
+            if (cands[j] == cands[i])
+                return -EINVAL;
         has_inc |= cands[i] == inc;
-        if (!narrow || worth_again(t, cands[i]))
-            order[m++] = cands[i];
-        else
-            far |= 1u << cands[i];
+        order[m++] = cands[i];
     }
-    if (m == 0) { /* only candidates far from the kept one: all of them */
-        memcpy(order, cands, sizeof(cands[0]) * (m = n));
-        far = 0;
-    }
-    if (inc != PROPHET_CAND_NONE && !has_inc) /* every round measures the incumbent */
+    if (inc != PROPHET_CAND_NONE && !has_inc) { /* every round measures the incumbent */
+        if (m == PROPHET_CAND_COUNT)
+            return -EINVAL;
         order[m++] = inc;
+    }
     prophet_trials_init(t);
-    t->incumbent = inc;
+    t->incumbent = t->kept_before = inc;
     t->calm = calm;
     t->round = round + 1;
     t->phase = PROPHET_TRIAL_RUNNING;
     memcpy(t->order, order, sizeof(order[0]) * m);
     t->n_order = m;
-    t->n_skipped = n + !has_inc * (inc != PROPHET_CAND_NONE) - m;
-    t->far_mask = far;
-    /* the first decide() of the round puts order[0] in force */
+    /* the first decide() of the round puts the re-time's defender or order[0] in force */
+    if (retime) {
+        duel_begin(t, PROPHET_DUEL_RETIME, PROPHET_CAND_PASSTHROUGH, inc);
+        t->current = PROPHET_CAND_NONE;
+    }
     return 0;
 }
 
@@ -267,7 +252,7 @@ static double time_baseline(const prophet_trials_t *t)
 {
     double m = median_of(t->recent, PROPHET_TRIAL_DRIFT_RECENT);
 
-    return drifted(m, t->chosen_us, PROPHET_TRIAL_DRIFT_TIME) ? t->chosen_us : m;
+    return drifted(m, t->base_ref_us, PROPHET_TRIAL_DRIFT_TIME) ? t->base_ref_us : m;
 }
 
 /* Which signals are off their baselines now (PROPHET_DRIFT_* bits; 0: none). Baselines are taken
@@ -311,11 +296,22 @@ static void drift_check(prophet_trials_t *t, double backward_us)
      * whole run's restart a full one */
     t->drift_sigs = sigs ? (t->drift_run ? t->drift_sigs : 0) | sigs : 0;
     t->drift_run = sigs ? t->drift_run + 1 : 0;
-    if (sigs && t->drift_run >= prophet_trials_drift_lasts(t)) {
-        t->restart = 1;
-        t->time_only = t->drift_sigs == PROPHET_DRIFT_TIME;
-        t->reason = prophet_drift_name(t->drift_sigs);
+    if (!sigs || t->drift_run < prophet_trials_drift_lasts(t))
+        return;
+    t->reason = prophet_drift_name(t->drift_sigs);
+    if (t->drift_sigs == PROPHET_DRIFT_TIME && t->chosen == PROPHET_CAND_PASSTHROUGH) {
+        /* nothing to re-time: passthrough holds nothing, and only the network or the profile
+         * changes what the other plans would do; new baselines, and the next drift must last
+         * twice as long */
+        t->rebased = 1;
+        t->calm += t->calm < PROPHET_TRIAL_CALM_MAX;
+        t->base_us = t->ref_probe = t->ref_backward = t->base_ref_us = -1;
+        t->n_recent = t->n_recent_probe = 0;
+        t->drift_run = 0;
+        return;
     }
+    t->restart = 1;
+    t->time_only = t->drift_sigs == PROPHET_DRIFT_TIME;
 }
 
 int prophet_trials_sample(prophet_trials_t *t, uint32_t in_force, double iter_us, double probe_Bps,
@@ -341,130 +337,94 @@ int prophet_trials_sample(prophet_trials_t *t, uint32_t in_force, double iter_us
     return PROPHET_TRIAL_SAMPLE_DRIFT;
 }
 
-/* Closes the window of the candidate being timed: 1 when it is judged (figure set or given up). */
-static int close_window(prophet_trials_t *t, prophet_plan_trial_t *out)
+/* Closes the window of the candidate being timed: 1 when it is judged (or given up), with its
+ * figure (the median of its samples, < 0 when it had none) and the standard error of it in *fig
+ * and *se; 0 when it gets one more window (samples kept). */
+static int close_window(prophet_trials_t *t, prophet_plan_trial_t *out, double *fig, double *se)
 {
     uint32_t c = t->current;
 
+    *fig = -1;
+    *se = 0;
     t->windows++;
     if (t->n_win < PROPHET_TRIAL_MIN_SAMPLES && t->windows < PROPHET_TRIAL_MAX_WINDOWS)
-        return 0; /* one more window, samples kept */
+        return 0;
     if (t->n_win > 0) {
         double tmp[PROPHET_TRIAL_SAMPLES_MAX];
-        t->fig[c] = median_of(t->win, t->n_win);
-        t->nfig[c] = t->n_win;
+        *fig = median_of(t->win, t->n_win);
         memcpy(tmp, t->win, sizeof(tmp[0]) * t->n_win);
-        t->fig_mad[c] = prophet_mad(tmp, t->n_win, t->fig[c]);
+        *se = 1.4826 * prophet_mad(tmp, t->n_win, *fig) / sqrt((double)t->n_win);
         out->judged = c;
         out->judged_samples = t->n_win;
-        out->judged_us = (uint32_t)(t->fig[c] + 0.5);
+        out->judged_us = (uint32_t)(*fig + 0.5);
+        if (t->duel_kind == PROPHET_DUEL_NONE) { /* the first pass's figure */
+            t->fig[c] = *fig;
+            t->nfig[c] = t->n_win;
+            memcpy(tmp, t->win, sizeof(tmp[0]) * t->n_win);
+            t->fig_mad[c] = prophet_mad(tmp, t->n_win, *fig);
+        }
     }
-    if (t->n_win_probe > 0)
+    if (t->n_win_probe > 0 && t->duel_kind == PROPHET_DUEL_NONE)
         t->fig_probe[c] = median_of(t->win_probe, t->n_win_probe);
     t->n_win = t->n_win_probe = 0;
     t->windows = 0;
     return 1;
 }
 
-/* The first pass's runner-up to t->lead: the lowest other figure but passthrough's and the
- * incumbent's (timed again anyway), if within
- * PROPHET_TRIAL_NEAR of the leader's (PROPHET_CAND_NONE otherwise). */
-static uint32_t runner_up(const prophet_trials_t *t)
+/* The first pass's runner-up to the leader: the lowest other figure but passthrough's and the
+ * defender's, if within PROPHET_TRIAL_NEAR of the leader's (PROPHET_CAND_NONE otherwise). */
+static uint32_t runner_up(const prophet_trials_t *t, uint32_t lead, uint32_t defender)
 {
     uint32_t r = PROPHET_CAND_NONE;
 
     for (uint32_t c = 0; c < PROPHET_CAND_COUNT; c++)
-        if (c != t->lead && c != PROPHET_CAND_PASSTHROUGH && c != t->incumbent && t->nfig[c] > 0 &&
+        if (c != lead && c != PROPHET_CAND_PASSTHROUGH && c != defender && t->nfig[c] > 0 &&
             t->fig[c] >= 0 && (r == PROPHET_CAND_NONE || t->fig[c] < t->fig[r]))
             r = c;
-    if (r != PROPHET_CAND_NONE && t->fig[r] > t->lead_us * (1 + PROPHET_TRIAL_NEAR))
+    if (r != PROPHET_CAND_NONE && t->fig[r] > t->fig[lead] * (1 + PROPHET_TRIAL_NEAR))
         r = PROPHET_CAND_NONE;
     return r;
 }
 
-/* After the first pass: 1 when its leader is not passthrough and both were measured, so that
- * both are timed again (passthrough first) in fresh windows whose figures alone decide (with the
- * runner-up's, runner_begin). */
-static int confirm_begin(prophet_trials_t *t)
+const double prophet_trials_pair_t[PROPHET_TRIAL_PAIRS_MAX + 1] = {0, 0, 6.314, 2.920, 2.353};
+
+int prophet_trials_duel_verdict(const double *cf, const double *df, uint32_t n, double pair1_se)
 {
-    const uint32_t pt = PROPHET_CAND_PASSTHROUGH;
-    uint32_t lead;
+    const double tie = -PROPHET_TRIAL_TIE;
+    double mean = 0, var = 0, se, q;
 
-    uint32_t inc = t->incumbent;
-
-    if (t->lead != PROPHET_CAND_NONE)
-        return 0; /* confirmed already */
-    lead = choose_inc(t, t->nfig);
-    if (lead == PROPHET_CAND_NONE || lead == pt || t->nfig[pt] == 0)
-        return 0;
-    t->lead = lead;
-    t->lead_us = t->fig[lead];
-    t->runner = runner_up(t);
-    if (t->runner != PROPHET_CAND_NONE)
-        t->runner_us = t->fig[t->runner];
-    t->confirm_begun = 1;
-    t->order[t->n_order++] = pt;
-    if (inc < PROPHET_CAND_COUNT && inc != lead && inc != pt && t->nfig[inc] > 0) {
-        /* a challenger leads: the incumbent is timed again beside it */
-        t->inc_timed = 1;
-        t->order[t->n_order++] = inc;
-        t->fig[inc] = -1;
-        t->nfig[inc] = 0;
-        t->fig_mad[inc] = 0;
+    if (n == 0 || n > PROPHET_TRIAL_PAIRS_MAX)
+        return PROPHET_DUEL_GO_ON;
+    for (uint32_t i = 0; i < n; i++)
+        mean += cf[i] / df[i] - 1;
+    mean /= n;
+    if (n < PROPHET_TRIAL_PAIRS_MIN) /* one pair: only a defender clearly ahead */
+        return mean - tie > PROPHET_TRIAL_PAIR_CLEAR && pair1_se >= 0 &&
+                       mean - tie > PROPHET_TRIAL_NOISE_Z * pair1_se
+                   ? PROPHET_DUEL_DEFENDER
+                   : PROPHET_DUEL_GO_ON;
+    for (uint32_t i = 0; i < n; i++) {
+        double d = cf[i] / df[i] - 1 - mean;
+        var += d * d;
     }
-    t->order[t->n_order++] = lead;
-    t->fig[pt] = t->fig[lead] = -1; /* the fresh windows' figures replace these */
-    t->nfig[pt] = t->nfig[lead] = 0;
-    t->fig_mad[pt] = t->fig_mad[lead] = 0;
-    return 1;
+    se = sqrt(var / (n - 1) / n);
+    q = prophet_trials_pair_t[n];
+    if (mean + q * se < tie)
+        return PROPHET_DUEL_CHALLENGER;
+    if (mean - q * se > tie)
+        return PROPHET_DUEL_DEFENDER;
+    return PROPHET_DUEL_GO_ON;
 }
 
-/* Only the confirmation's fresh figures count (all of them once t->lead is set). */
-static void confirmed_only(const prophet_trials_t *t, uint32_t *nfig)
+/* Ends the round on candidate `kept` with its figure. */
+static void choose_kept(prophet_trials_t *t, uint32_t kept, double us)
 {
-    memcpy(nfig, t->nfig, sizeof(nfig[0]) * PROPHET_CAND_COUNT);
-    if (t->lead == PROPHET_CAND_NONE)
-        return;
-    for (uint32_t c = 0; c < PROPHET_CAND_COUNT; c++)
-        if (c != t->lead && c != PROPHET_CAND_PASSTHROUGH && !(t->runner_timed && c == t->runner) &&
-            !(t->inc_timed && c == t->incumbent))
-            nfig[c] = 0;
-}
-
-/* After the confirmation's two windows: 1 when the leader won them again and the first pass had a
- * runner-up near it, which is then timed again in a fresh window of its own (last). */
-static int runner_begin(prophet_trials_t *t)
-{
-    uint32_t nfig[PROPHET_CAND_COUNT];
-    uint32_t r = t->runner;
-
-    if (t->lead == PROPHET_CAND_NONE || r == PROPHET_CAND_NONE || t->runner_timed)
-        return 0;
-    confirmed_only(t, nfig);
-    if (choose_inc(t, nfig) != t->lead)
-        return 0; /* passthrough or the incumbent kept: the runner-up could only lose too */
-    t->runner_timed = t->runner_begun = 1;
-    t->order[t->n_order++] = r;
-    t->fig[r] = -1; /* the fresh window's figure replaces it */
-    t->nfig[r] = 0;
-    t->fig_mad[r] = 0;
-    return 1;
-}
-
-/* Ends the round: the kept candidate, from the confirmation's fresh figures when there was one,
- * else from every figure; passthrough when nothing was measured. */
-static void choose_kept(prophet_trials_t *t)
-{
-    uint32_t nfig[PROPHET_CAND_COUNT];
-
-    confirmed_only(t, nfig);
-    t->chosen = choose_inc(t, nfig);
-    if (t->chosen == PROPHET_CAND_NONE)
-        t->chosen = t->incumbent < PROPHET_CAND_COUNT ? t->incumbent : PROPHET_CAND_PASSTHROUGH;
+    t->duel_kind = PROPHET_DUEL_NONE;
+    t->chosen = kept;
     /* a restart that kept the incumbent changed nothing: the next one waits twice as long */
-    if (t->incumbent < PROPHET_CAND_COUNT)
-        t->calm = t->chosen == t->incumbent ? t->calm + 1 : 0;
-    t->chosen_us = t->fig[t->chosen];
+    if (t->kept_before < PROPHET_CAND_COUNT)
+        t->calm = kept == t->kept_before ? t->calm + 1 : 0;
+    t->chosen_us = t->base_ref_us = us;
     t->base_us = t->ref_probe = t->ref_backward = -1; /* baselines: from now on */
     t->kept_for_us = 0;
     t->drift_run = 0;
@@ -473,8 +433,117 @@ static void choose_kept(prophet_trials_t *t)
     t->n_recent = t->n_recent_probe = 0;
 }
 
+/* After the first pass: the duel of its leader, or the choice when there is nothing to duel
+ * (passthrough leads and there is no other incumbent; nothing was measured). */
+static void pass_done(prophet_trials_t *t)
+{
+    const uint32_t pt = PROPHET_CAND_PASSTHROUGH;
+    /* the lowest figure leads (passthrough on an equal one); the defender's preference is the
+     * duel's, side by side, not a noise allowance on figures taken minutes apart */
+    uint32_t lead = prophet_trials_choose(t->fig, NULL, t->nfig, PROPHET_CAND_COUNT, 0), def;
+
+    if (lead == PROPHET_CAND_NONE) {
+        choose_kept(t, t->incumbent < PROPHET_CAND_COUNT ? t->incumbent : pt, -1);
+        return;
+    }
+    def = t->incumbent < PROPHET_CAND_COUNT && t->incumbent != lead && t->nfig[t->incumbent] > 0
+              ? t->incumbent
+              : pt;
+    if (lead == def || t->nfig[def] == 0) {
+        choose_kept(t, lead, t->fig[lead]);
+        return;
+    }
+    t->runner = lead != pt ? runner_up(t, lead, def) : PROPHET_CAND_NONE;
+    duel_begin(t, PROPHET_DUEL_LEADER, lead, def);
+}
+
+/* The median of the winner's window figures in the duel just ended (its side of every pair). */
+static double duel_figure(const prophet_trials_t *t, int challenger)
+{
+    double v[PROPHET_TRIAL_PAIRS_MAX];
+
+    if (t->duel_pairs == 0)
+        return -1;
+    memcpy(v, challenger ? t->duel_cf : t->duel_df, sizeof(v[0]) * t->duel_pairs);
+    return prophet_median(v, t->duel_pairs);
+}
+
+/* A duel ended: the next duel, the first pass (a re-time that passthrough won), or the choice. */
+static void duel_end(prophet_trials_t *t, int challenger_won)
+{
+    uint32_t winner = challenger_won ? t->duel_c : t->duel_d;
+    double us = duel_figure(t, challenger_won);
+
+    if (t->duel_kind == PROPHET_DUEL_RETIME) {
+        if (!challenger_won) { /* the incumbent still beats passthrough: kept, nothing else */
+            choose_kept(t, winner, us);
+            return;
+        }
+        /* the kept plan lost its edge: every candidate again, passthrough the one to beat */
+        t->duel_kind = PROPHET_DUEL_NONE;
+        t->incumbent = PROPHET_CAND_PASSTHROUGH;
+        t->pos = 0;
+        t->current = t->order[0];
+        return;
+    }
+    if (t->duel_kind == PROPHET_DUEL_LEADER && challenger_won && t->runner < PROPHET_CAND_COUNT) {
+        /* the leader's window that just ended is the runner-up duel's first defender window */
+        double d_us = t->duel_cf[t->duel_pairs - 1], se = t->duel_last_se;
+        uint32_t r = t->runner;
+        t->runner = PROPHET_CAND_NONE;
+        duel_begin(t, PROPHET_DUEL_RUNNER, r, winner);
+        t->duel_d_us = d_us;
+        t->duel_se = se;
+        t->current = r;
+        return;
+    }
+    choose_kept(t, winner, us);
+}
+
+/* The pairs a duel may take: a runner-up, which like the leader beat the plan in force, has
+ * PROPHET_TRIAL_PAIRS_MIN to show that it is clearly faster (the stake is within
+ * PROPHET_TRIAL_NEAR; two plans that close would otherwise take the cap's windows). */
+static uint32_t duel_cap(const prophet_trials_t *t)
+{
+    return t->duel_kind == PROPHET_DUEL_RUNNER ? PROPHET_TRIAL_PAIRS_MIN : PROPHET_TRIAL_PAIRS_MAX;
+}
+
+/* A duel's window was judged with figure fig (< 0: no samples) and standard error se. */
+static void duel_window(prophet_trials_t *t, double fig, double se)
+{
+    int verdict = PROPHET_DUEL_GO_ON;
+
+    t->duel_slots++;
+    fig = fig > 0 ? floor(fig + 0.5) : -1; /* as the log carries it */
+    if (t->current == t->duel_d) {
+        t->duel_d_us = fig;
+        t->duel_se = se;
+        t->current = t->duel_c;
+    } else {
+        if (fig > 0 && t->duel_d_us > 0) {
+            uint32_t n = t->duel_pairs++;
+            t->duel_cf[n] = fig;
+            t->duel_df[n] = t->duel_d_us;
+            if (n == 0)
+                t->duel_pair1_se = sqrt(se * se + t->duel_se * t->duel_se) / t->duel_d_us;
+            verdict = prophet_trials_duel_verdict(t->duel_cf, t->duel_df, t->duel_pairs,
+                                                  t->duel_pair1_se);
+        }
+        t->duel_d_us = -1;
+        t->duel_last_se = se;
+        t->current = t->duel_d;
+        if (verdict == PROPHET_DUEL_GO_ON &&
+            (t->duel_pairs >= duel_cap(t) || t->duel_slots >= 2 * duel_cap(t)))
+            verdict = PROPHET_DUEL_DEFENDER; /* the cap: the defender stays */
+    }
+    if (verdict != PROPHET_DUEL_GO_ON)
+        duel_end(t, verdict == PROPHET_DUEL_CHALLENGER);
+}
+
 void prophet_trials_decide(prophet_trials_t *t, prophet_plan_trial_t *out)
 {
+    double fig, se;
+
     memset(out, 0, sizeof(*out));
     out->judged = PROPHET_CAND_NONE;
     out->candidate = PROPHET_CAND_NONE;
@@ -484,13 +553,15 @@ void prophet_trials_decide(prophet_trials_t *t, prophet_plan_trial_t *out)
     if (t->phase == PROPHET_TRIAL_RUNNING) {
         if (t->current == PROPHET_CAND_NONE) {
             t->pos = 0;
-            t->current = t->order[0];
-        } else if (close_window(t, out) && ++t->pos < t->n_order) {
+            t->current = t->duel_kind != PROPHET_DUEL_NONE ? t->duel_d : t->order[0];
+        } else if (!close_window(t, out, &fig, &se)) {
+            /* one more window of the same candidate */
+        } else if (t->duel_kind != PROPHET_DUEL_NONE) {
+            duel_window(t, fig, se);
+        } else if (++t->pos < t->n_order) {
             t->current = t->order[t->pos];
-        } else if (t->pos >= t->n_order && (confirm_begin(t) || runner_begin(t))) {
-            t->current = t->order[t->pos];
-        } else if (t->pos >= t->n_order) {
-            choose_kept(t);
+        } else {
+            pass_done(t);
         }
     }
     out->phase = t->phase;

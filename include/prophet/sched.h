@@ -229,10 +229,6 @@ typedef enum prophet_cand {
 /* ... and by more than the noise: PROPHET_TRIAL_NOISE_Z standard errors of the difference of the
  * two figures, each estimated from its window's samples (1.4826 x MAD / sqrt(samples)) */
 #define PROPHET_TRIAL_NOISE_Z 2.0
-/* A round restarted by a drift of the iteration time alone tries only the kept candidate,
- * passthrough and the candidates whose figure in the last round was within this fraction of the
- * kept one's (a drift of the eBPF throughput or of the profile: every candidate again) */
-#define PROPHET_TRIAL_NEAR 0.10
 #define PROPHET_TRIAL_CHECK_EVERY 10     /* iterations between agreements once a choice is made */
 #define PROPHET_TRIAL_DRIFT_RECENT 5     /* samples in the baseline and in the median compared */
 #define PROPHET_TRIAL_DRIFT_TIME 0.25    /* |median - baseline| / baseline: restarts trials */
@@ -256,64 +252,93 @@ typedef enum prophet_cand {
  * sample RECENT + DRIFT_LASTS, RECENT - RECENT / 2 - 1 samples (2) later than this bound. */
 #define PROPHET_TRIAL_DRIFT_BOUND                                                                  \
     (PROPHET_TRIAL_DRIFT_RECENT / 2 + 1 + PROPHET_TRIAL_DRIFT_LASTS + PROPHET_TRIAL_CHECK_EVERY + 2)
-/* A round whose choice by those rules (prophet_trials_choose) is not passthrough times that
- * leader and passthrough once more, passthrough first, in fresh windows, and keeps the leader
- * only if the same rules pick it again on those two fresh figures alone (the lowest of several
- * medians of a few samples is biased low: issue 12, DDP bucket view at 2.5 Gbit/s, a plan kept on
- * a 62.5 ms trial figure ran at 71-73 ms where passthrough ran at 68 ms). */
-/* When the leader wins those two windows, the first pass's runner-up (the lowest other figure
- * but passthrough's) is timed again too, if its first figure came within PROPHET_TRIAL_NEAR of
- * the leader's, and the lower of the two fresh figures is kept (passthrough's rule still applies).
- * Among plans that all beat passthrough, which one led a pass of 3-4 samples each is noise:
- * ResNet-50 per-tensor at 8 ranks (1 Gbit/s) kept buckets on a confirmation window of 153 ms
- * where optimal, 2 ms behind it in the first pass, ran at 128 ms.
- * PROPHET_TRIAL_CONFIRM: the windows added to such a round (passthrough's, the incumbent's, the
- * leader's and the runner-up's). */
-#define PROPHET_TRIAL_CONFIRM 4
-/* A round ends within this many iterations of its first agreement (every candidate distinct,
- * every one needing its second window, the confirmation's four, plus the agreement that
- * announces the choice). */
+/* The paired duel that ends a round (issue 36: figures measured minutes apart on a busy host
+ * cannot be compared). The first pass's leader (the challenger) is timed in windows that
+ * alternate with a defender's: the incumbent (the plan kept before the round) when there is one
+ * and it is not the leader, else passthrough; defender first. Each pair gives the relative
+ * difference challenger / defender - 1 of two window figures taken side by side, so the host's
+ * slow drift cancels out, and a sequential test stops as soon as the answer is clear. (The
+ * first pass's leader is its lowest figure, passthrough on an equal one: the defender's
+ * preference is the duel's, not a noise allowance on figures taken minutes apart.)
+ * - after PROPHET_TRIAL_PAIRS_MIN pairs, the challenger wins when the mean difference plus
+ *   PROPHET_TRIAL_PAIR_T[n] standard errors of it (a one-sided 95% Student t) is below -TIE (it is
+ *   faster by more than the tie), and the defender wins when the mean minus as much is above
+ *   -TIE;
+ * - after one pair, only a defender that is clearly ahead wins (the challenger slower by more
+ *   than PROPHET_TRIAL_PAIR_CLEAR, beyond NOISE_Z standard errors of the two windows' samples);
+ * - after PROPHET_TRIAL_PAIRS_MAX pairs (or as many judged windows twice over) the defender wins:
+ *   a challenger replaces the plan in force only when it is faster by more than the noise.
+ * A leader that won and had a runner-up in the first pass within PROPHET_TRIAL_NEAR of it
+ * defends against that runner-up in a second duel, its window that ended the first duel
+ * counting as the second's first defender window (among plans that all beat passthrough, which
+ * one led a pass of a few samples each is noise: ResNet-50 per-tensor at 8 ranks kept buckets on
+ * 153 ms where optimal, 2 ms behind in the first pass, ran at 128 ms); that duel's cap is
+ * PROPHET_TRIAL_PAIRS_MIN pairs (both plans beat the plan in force; the stake is small). The window
+ * figures a duel compares are rounded to the microsecond, as the log carries them
+ * (test/e2e/check_plan.py replays every duel from the log). */
+#define PROPHET_TRIAL_PAIRS_MIN 2
+#define PROPHET_TRIAL_PAIRS_MAX 4
+#define PROPHET_TRIAL_PAIR_CLEAR 0.25
+#define PROPHET_TRIAL_NEAR 0.10
+/* A round ends within this many iterations of its first agreement: a re-time duel that the
+ * incumbent lost, every candidate's first window and its second, the leader's duel and the
+ * runner-up's, each window of a duel needing its second, plus the agreement that announces the
+ * choice. */
+#define PROPHET_TRIAL_DUEL_SLOTS (2 * PROPHET_TRIAL_PAIRS_MAX)
 #define PROPHET_TRIAL_ROUND_BOUND                                                                  \
-    ((PROPHET_CAND_COUNT + PROPHET_TRIAL_CONFIRM) * PROPHET_TRIAL_MAX_WINDOWS *                    \
-         PROPHET_TRIAL_WINDOW +                                                                    \
+    ((PROPHET_CAND_COUNT + 2 * PROPHET_TRIAL_DUEL_SLOTS + 2 * PROPHET_TRIAL_PAIRS_MIN) *           \
+         PROPHET_TRIAL_MAX_WINDOWS * PROPHET_TRIAL_WINDOW +                                        \
      2)
+
+/* What a duel is for (prophet_trials_t.duel_kind). */
+#define PROPHET_DUEL_NONE 0
+#define PROPHET_DUEL_LEADER 1 /* the first pass's leader against the incumbent or passthrough */
+#define PROPHET_DUEL_RUNNER 2 /* the runner-up near the leader against the leader that won */
+#define PROPHET_DUEL_RETIME                                                                        \
+    3 /* passthrough against the incumbent, after the time drifted alone                           \
+       */
 
 typedef struct prophet_trials {
     uint32_t phase; /* prophet_trial_phase_t; OFF until the first round begins */
     uint32_t round;
-    uint32_t order[PROPHET_CAND_COUNT + PROPHET_TRIAL_CONFIRM], n_order, pos; /* this round's */
-    uint32_t lead;     /* the first pass's leader being confirmed, or PROPHET_CAND_NONE */
-    double lead_us;    /* its first-pass figure */
-    int confirm_begun; /* set when the confirmation begins; cleared by the caller that logs it */
-    uint32_t runner;   /* the first pass's runner-up near the leader, or PROPHET_CAND_NONE */
-    double runner_us;  /* its first-pass figure */
-    int runner_timed;  /* the runner-up's fresh window was added to the round */
-    int runner_begun;  /* set when it is added; cleared by the caller that logs it */
-    uint32_t current;  /* the candidate being timed (or kept) */
-    uint32_t windows;  /* windows the current candidate had */
-    double fig[PROPHET_CAND_COUNT]; /* median iteration time, < 0 untried */
+    uint32_t order[PROPHET_CAND_COUNT], n_order, pos; /* this round's first pass */
+    uint32_t current;                                 /* the candidate being timed (or kept) */
+    uint32_t windows;                                 /* windows the current candidate had */
+    double fig[PROPHET_CAND_COUNT]; /* first pass: median iteration time, < 0 untried */
     uint32_t nfig[PROPHET_CAND_COUNT];
     double fig_mad[PROPHET_CAND_COUNT];   /* MAD of the samples behind fig */
     double fig_probe[PROPHET_CAND_COUNT]; /* median eBPF throughput in its window, < 0 none */
     double win[PROPHET_TRIAL_SAMPLES_MAX], win_probe[PROPHET_TRIAL_SAMPLES_MAX];
     uint32_t n_win, n_win_probe;
+    /* the duel running (duel_kind != PROPHET_DUEL_NONE) */
+    uint32_t duel_kind;
+    uint32_t duel_c, duel_d;   /* challenger, defender */
+    uint32_t duel_pairs;       /* pairs compared */
+    uint32_t duel_slots;       /* windows judged in this duel */
+    double duel_d_us, duel_se; /* the defender's last window (< 0: none pending), its std error */
+    double duel_cf[PROPHET_TRIAL_PAIRS_MAX], duel_df[PROPHET_TRIAL_PAIRS_MAX]; /* the pairs */
+    double duel_pair1_se; /* the first pair's standard error from its windows' samples */
+    double duel_last_se;  /* the standard error of the challenger's last window */
+    int duel_begun;       /* set when a duel begins; cleared by the caller that logs it */
+    uint32_t runner;      /* the first pass's runner-up near the leader, or NONE */
     uint32_t chosen;
-    double chosen_us;          /* the kept candidate's trial figure */
+    double chosen_us;          /* the kept candidate's figure (median of its duel windows) */
     double kept_for_us;        /* iteration time summed since the choice */
     double base_us, ref_probe; /* baseline under the kept plan (< 0 until taken) */
     double ref_backward;       /* the profile's backward span then */
+    double base_ref_us;        /* the figure the time baseline is checked against (time_baseline) */
     uint32_t drift_run;        /* consecutive samples off a baseline */
     uint32_t drift_sigs;       /* PROPHET_DRIFT_* bits: the signals off during that run */
     double recent[PROPHET_TRIAL_DRIFT_RECENT], recent_probe[PROPHET_TRIAL_DRIFT_RECENT];
     uint32_t n_recent, n_recent_probe;
-    int restart;        /* a drift was seen: the next agreement begins a new round */
-    const char *reason; /* what drifted (prophet_drift_name of the run's signals) */
-    int time_only;      /* the restart's drift was the iteration time's alone */
-    uint32_t n_skipped; /* candidates the current round left out (a narrowed restart) */
-    uint32_t far_mask;  /* bit c: left out of the current round (kept out of the next narrowed) */
-    uint32_t incumbent; /* the candidate kept before this round (PROPHET_CAND_NONE: first round) */
-    int inc_timed;      /* the confirmation timed the incumbent again beside the leader */
-    uint32_t calm;      /* restarts in a row that kept the incumbent */
+    int restart;          /* a drift was seen: the next agreement begins a new round */
+    const char *reason;   /* what drifted (prophet_drift_name of the run's signals) */
+    int time_only;        /* the restart's drift was the iteration time's alone: a re-time */
+    int rebased;          /* a time drift under a kept passthrough: new baselines, no round */
+    uint32_t incumbent;   /* the plan kept before this round (PROPHET_CAND_NONE: first round);
+                           * passthrough once it beat the incumbent in a re-time */
+    uint32_t kept_before; /* the candidate kept before this round, for calm */
+    uint32_t calm;        /* restarts in a row that kept the incumbent */
 } prophet_trials_t;
 /* After each restart in a row that kept the incumbent, a drift must last twice as long before it
  * restarts the trials again, up to 2^PROPHET_TRIAL_CALM_MAX times PROPHET_TRIAL_DRIFT_LASTS. */
@@ -353,17 +378,27 @@ int prophet_plan_same_blocks(const prophet_plan_t *a, const prophet_plan_t *b);
  * was measured. */
 uint32_t prophet_trials_choose(const double *fig, const double *mad, const uint32_t *nfig,
                                uint32_t n, double tie);
+/* One-sided 95% Student t quantiles by pairs compared (index n: n - 1 degrees of freedom). */
+extern const double prophet_trials_pair_t[PROPHET_TRIAL_PAIRS_MAX + 1];
+/* A duel's verdict from its n pairs of window figures (cf: the challenger's, df: the defender's)
+ * and the first pair's standard error of the difference from its windows' samples (relative;
+ * < 0: unknown): PROPHET_DUEL_CHALLENGER, PROPHET_DUEL_DEFENDER, or PROPHET_DUEL_GO_ON. The cap
+ * (PROPHET_TRIAL_PAIRS_MAX) is the caller's. */
+#define PROPHET_DUEL_GO_ON 0
+#define PROPHET_DUEL_CHALLENGER 1
+#define PROPHET_DUEL_DEFENDER 2
+int prophet_trials_duel_verdict(const double *cf, const double *df, uint32_t n, double pair1_se);
 void prophet_trials_init(prophet_trials_t *t);
 /* 1 when the next agreement must begin a round (none yet, or a drift was seen). */
 int prophet_trials_wants_round(const prophet_trials_t *t);
-/* Begins a round over cands (distinct, in trial order; n >= 1). A round restarted by a drift of
- * the iteration time alone keeps only the last round's kept candidate, passthrough, those within
- * PROPHET_TRIAL_NEAR of the kept figure and those it did not measure (order kept). The candidate
- * kept before (the incumbent; the caller hands in its plan as it was agreed, not made again) is
- * in every restarted round, added last if cands lacks it; a challenger replaces it only when it
- * measured faster by more than the tie and the noise (as passthrough's rule), and the round
- * never ends on a plan that measured slower than it. To drop the incumbent (the profile
- * changed), set chosen to PROPHET_CAND_NONE before. */
+/* Begins a round over cands (distinct, in trial order; n >= 1): a first pass over them, then
+ * the duels. A round restarted by a drift of the iteration time alone (time_only) begins with a
+ * re-time duel, passthrough against the incumbent: the incumbent still ahead is kept at once
+ * (nothing else changed); passthrough ahead goes on with the first pass. The candidate kept
+ * before (the incumbent; the caller hands in its plan as it was agreed, not made again) is in
+ * every restarted round, added last if cands lacks it; a challenger replaces it only by winning
+ * a duel against it. To drop the incumbent (the profile changed), set chosen to
+ * PROPHET_CAND_NONE before. */
 int prophet_trials_begin(prophet_trials_t *t, const uint32_t *cands, uint32_t n);
 /* One clean iteration time of candidate `in_force` (the candidate whose plan ran it), with the
  * eBPF throughput then (< 0: none) and the profile's backward span (<= 0: unknown). In a round,
@@ -377,6 +412,46 @@ int prophet_trials_sample(prophet_trials_t *t, uint32_t in_force, double iter_us
 /* At an agreement: closes the current window and decides which candidate the next plan is,
  * filling *out (candidate, phase, round, next_in, the judged figure). */
 void prophet_trials_decide(prophet_trials_t *t, prophet_plan_trial_t *out);
+
+/* ---- the closed loop as one unit (closed_loop.c) ------------------------------------------
+ * Measurements in, the plan to agree out. The caller (the preload's rank 0) times each iteration
+ * and hands in the samples; at each agreement it asks for the plan to broadcast. The unit holds
+ * the trials and every candidate's plan of the round, the incumbent's as it was agreed. Pure: no
+ * clock, no CUDA, no logging; what happened is reported in prophet_loop_events_t for the caller
+ * to log. test/sched/test_closed_loop.c drives it on traces (test/sched/loop_traces). */
+typedef struct prophet_closed_loop prophet_closed_loop_t;
+
+typedef struct prophet_loop_events {
+    int round_begun;                    /* a round began at this agreement */
+    uint32_t round;                     /* its number */
+    uint32_t cands[PROPHET_CAND_COUNT]; /* its first pass, in order */
+    uint32_t n_cands;
+    uint32_t alias;              /* bit c: candidate c merged into one with the same blocks */
+    uint32_t incumbent;          /* the plan kept before it, or PROPHET_CAND_NONE */
+    int retime;                  /* it begins by re-timing the incumbent against passthrough */
+    int duel_begun;              /* a duel began at this agreement */
+    uint32_t duel_kind;          /* PROPHET_DUEL_* */
+    uint32_t duel_c, duel_d;     /* challenger, defender */
+    double duel_c_us, duel_d_us; /* their first-pass figures (< 0: none) */
+} prophet_loop_events_t;
+
+prophet_closed_loop_t *prophet_closed_loop_new(void);
+void prophet_closed_loop_free(prophet_closed_loop_t *l);
+/* The learner relearned: no round, no incumbent. */
+void prophet_closed_loop_reset(prophet_closed_loop_t *l);
+/* One clean iteration time of the candidate whose plan ran it (prophet_trials_sample). */
+int prophet_closed_loop_sample(prophet_closed_loop_t *l, uint32_t cand, double iter_us,
+                               double probe_Bps, double backward_us);
+/* What drifted since the last call (NULL: nothing); *restart: 1 when it starts trials at the next
+ * agreement, 0 when passthrough was kept on new baselines (prophet_trials_t.rebased). */
+const char *prophet_closed_loop_drift(prophet_closed_loop_t *l, int *restart);
+/* At an agreement: the plan to broadcast (its trial part filled), for the profile and the fitted
+ * network of the moment. 0, or a negative errno (the caller then makes a plan without the loop). */
+int prophet_closed_loop_plan(prophet_closed_loop_t *l, const prophet_planner_opts_t *po,
+                             const prophet_profile_t *prof, const prophet_net_t *net,
+                             prophet_plan_t *out, prophet_loop_events_t *ev);
+/* The trials' state, read-only (tests, logs). */
+const prophet_trials_t *prophet_closed_loop_trials(const prophet_closed_loop_t *l);
 
 /* ---- release engine --------------------------------------------------------------------- */
 /* Maps program-order call indices to blocks. Pure: decisions are a function of the index only. */

@@ -22,14 +22,16 @@ usage: check_plan.py LOGDIR NRANKS MODE
           calls' ready instants where both were logged, each judged figure is the median of the
           samples its window used (`use: window`, taken after the agreement that put the
           candidate in force and up to the judging one), and each round's choice is the lowest
-          figure (passthrough within TIE of it, then the incumbent, the plan kept before, within TIE of
-          that; the incumbent timed with the blocks it was kept with; never a kept plan slower
-          than the incumbent), a leader other than passthrough kept only after it and
-          passthrough were timed again and only on those fresh figures (and on the runner-up's,
-          timed again when the leader won and its first figure was within NEAR of the leader's:
-          the lowest other figure but passthrough's), the choice announced
-          within the round bound; within a round a candidate's plan keeps the blocks it was
-          timed with, in its trial windows and once kept.
+          figure of a first pass (passthrough within TIE of it, then the incumbent, the plan
+          kept before, within TIE of that; the incumbent timed with the blocks it was kept with)
+          leads, and each round's choice comes from paired duels replayed window by window
+          (sched/trials.c): the leader against the incumbent (or passthrough) in alternating
+          windows, defender first, stopped by the same sequential test on the same rounded
+          window figures, the runner-up near a leader that won in a second duel, a time drift's
+          re-time of the incumbent against passthrough first; never a kept plan that measured
+          slower than the incumbent in their pairs; the choice announced within the round bound;
+          within a round a candidate's plan keeps the blocks it was timed with, in its trial
+          windows and once kept.
           At least one round must have ended in a choice.
 Prints one line of figures; exit 1 with the first violation otherwise.
 (The summary line's plans>=1 and plan_rejects=0 on every rank are checked by run_emu.sh.)
@@ -50,9 +52,14 @@ CANDIDATES = ["optimal", "passthrough", "prophet", "fusion", "buckets", "optimal
 # stream thread descheduled between the two on a loaded 2-core host: up to 1.5% seen)
 MARK_TOL_US = 500
 MARK_TOL = 0.05
-NEAR = 0.10  # PROPHET_TRIAL_NEAR: a runner-up this near the leader is timed again too
-# PROPHET_TRIAL_ROUND_BOUND (+4: the confirmation's windows; 7: PROPHET_TRIAL_WINDOW)
-ROUND_BOUND = (len(CANDIDATES) + 4) * 2 * 7 + 2
+NEAR = 0.10  # PROPHET_TRIAL_NEAR: a runner-up this near the leader duels it too
+PAIRS_MIN, PAIRS_MAX = 2, 4  # PROPHET_TRIAL_PAIRS_MIN, _MAX
+PAIR_CLEAR = 0.25  # PROPHET_TRIAL_PAIR_CLEAR
+PAIR_T = [0, 0, 6.314, 2.920, 2.353]  # prophet_trials_pair_t
+DUEL_SLOTS = 2 * PAIRS_MAX
+# PROPHET_TRIAL_ROUND_BOUND (7: PROPHET_TRIAL_WINDOW, 2: PROPHET_TRIAL_MAX_WINDOWS)
+ROUND_BOUND = (len(CANDIDATES) + 2 * DUEL_SLOTS + 2 * PAIRS_MIN) * 2 * 7 + 2
+EPS = 1e-6  # a verdict this near its boundary may go either way (float rounding)
 
 
 def fail(msg):
@@ -106,37 +113,203 @@ def choose(figs, spread, inc=None):
     return out.pop() if len(out) == 1 else tuple(sorted(out))
 
 
-def check_confirmation(rnd, figs, conf, conf_spread, leads, inc):
-    """The windows timed again in a round (conf: {candidate: fresh figure}) against the first
-    pass's figures: passthrough and the leader, the incumbent when it is neither, and the
-    runner-up near the leader exactly when the leader won those again (sched/trials.c,
-    confirm_begin and runner_begin)."""
-    lead = [c for c in conf if c != "passthrough" and c in leads]
-    if len(lead) > 1 and inc in lead:
-        lead = [c for c in lead if c != inc]  # the incumbent timed beside a challenger
-    if "passthrough" not in conf or len(lead) != 1 or not 2 <= len(conf) <= 4:
-        fail("rank 0: round %d timed %s again, the first pass's figures %s lead %s" %
-             (rnd, sorted(conf), figs, leads))
-    lead = lead[0]
-    base = {"passthrough", lead} | ({inc} if inc in figs else set())
-    rest = [c for c in figs if c not in ("passthrough", lead, inc)]
-    runner = min(rest, key=lambda c: (figs[c], CANDIDATES.index(c))) if rest else None
-    if runner is not None and figs[runner] > figs[lead] * (1 + NEAR):
-        runner = None
-    if base - set(conf):
-        fail("rank 0: round %d timed %s again; %s (passthrough, the leader, the incumbent) must "
-             "all be" % (rnd, sorted(conf), sorted(base)))
-    pair = {c: conf[c] for c in base}
-    won = choose(pair, {c: conf_spread.get(c) for c in pair}, inc)
-    won = won if isinstance(won, tuple) else (won,)
-    timed = set(conf) - base
-    if timed and (timed != {runner} or lead not in won):
-        fail("rank 0: round %d timed %s again beside %s and passthrough (first pass %s, fresh %s): "
-             "the runner-up is %s, timed only when the leader wins again" %
-             (rnd, sorted(timed), lead, figs, pair, runner))
-    if not timed and runner is not None and "passthrough" not in won:
-        fail("rank 0: round %d: %s won again (%s) but the runner-up %s (first pass %s) was not "
-             "timed again" % (rnd, lead, pair, runner, figs))
+def lowest(figs):
+    """The first pass's leader (sched/trials.c, pass_done): the lowest figure, the lower index on
+    an equal one, passthrough on an equal one."""
+    best = min(figs, key=lambda c: (figs[c], CANDIDATES.index(c)))
+    return "passthrough" if figs.get("passthrough", float("inf")) <= figs[best] else best
+
+
+def verdict(pairs, pair1_se):
+    """sched/trials.c, prophet_trials_duel_verdict: a set of possible answers ("c", "d", "on")
+    from the pairs [(challenger, defender)] of rounded window figures (two answers only at a
+    boundary, or where the log cannot show the first pair's noise)."""
+    n = len(pairs)
+    rel = [c / d - 1 for c, d in pairs]
+    mean = sum(rel) / n
+    tie = -TIE
+    if n < PAIRS_MIN:
+        if mean - tie <= PAIR_CLEAR + EPS:
+            return {"d", "on"} if mean - tie > PAIR_CLEAR - EPS else {"on"}
+        if pair1_se is None:
+            return {"d", "on"}
+        lim = NOISE_Z * pair1_se
+        return {"d"} if mean - tie > lim * 1.1 else {"on"} if mean - tie < lim * 0.9 else {"d", "on"}
+    var = sum((r - mean) ** 2 for r in rel)
+    se = (var / (n - 1) / n) ** 0.5
+    q = PAIR_T[n]
+    out = set()
+    for e in (-EPS, EPS):
+        if mean + q * se + e < tie:
+            out.add("c")
+        elif mean - q * se + e > tie:
+            out.add("d")
+        else:
+            out.add("on")
+    return out
+
+
+class Round:
+    """One round replayed from rank 0's judged windows (sched/trials.c: the first pass, then the
+    duels). feed() takes each window in turn; chosen() checks the choice."""
+
+    def __init__(self, rnd, inc, retime):
+        self.rnd, self.inc, self.kept_before = rnd, inc, inc
+        self.ended = None
+        self.figs, self.spread = {}, {}
+        self.duel = None
+        self.runner = None
+        self.last = None  # (winner, its duel figure) of the last duel ended
+        self.verdicts = {}  # the incumbent's duels: challenger -> mean relative difference
+        self.unsure = False  # a window without a figure in a duel: the replay stops judging
+        if retime:
+            self.begin("retime", "passthrough", inc)
+
+    def begin(self, kind, ch, de):
+        self.duel = {"kind": kind, "c": ch, "d": de, "pairs": [], "d_us": None, "d_se": None,
+                     "pair1_se": None, "slots": 0, "next": de}
+
+    def pass_end(self):
+        """(leaders, defenders) after the first pass, or None when it ends on a choice."""
+        if not self.figs:
+            return None
+        leads = (lowest(self.figs),)
+        defs = set()
+        for l in leads:
+            defs.add(self.inc if self.inc and self.inc != l and self.inc in self.figs
+                     else "passthrough")
+        return leads, defs
+
+    def start_duel(self, cand):
+        """The first pass ended and cand's window begins the leader's duel."""
+        leads, defs = self.pass_end()
+        lead = [l for l in leads if l != cand]
+        if len(lead) != 1 and not self.unsure:
+            fail("rank 0: round %d: the first pass %s leads %s; %s's window cannot begin a duel"
+                 % (self.rnd, self.figs, leads, cand))
+        lead = lead[0]
+        self.begin("leader", lead, cand)
+        rest = [c for c in self.figs if c not in (lead, "passthrough", cand)]
+        r = min(rest, key=lambda c: (self.figs[c], CANDIDATES.index(c))) if rest else None
+        self.runner = r if r and lead != "passthrough" and \
+            self.figs[r] <= self.figs[lead] * (1 + NEAR) else None
+
+    def feed(self, cand, us, se):
+        """A judged window: cand measured us (rounded, from the log; None: no figure)."""
+        d = self.duel
+        if d is None and us is None and cand not in self.figs:
+            return  # a first-pass window with no figure: not measured
+        if d is None and cand in self.figs:
+            self.start_duel(cand)
+            d = self.duel
+        if d is None:
+            self.figs[cand], self.spread[cand] = us, se
+            return
+        if cand != d["next"] and not self.unsure:
+            fail("rank 0: round %d: %s's window in the %s duel of %s against %s, where %s's was "
+                 "due" % (self.rnd, cand, d["kind"], d["c"], d["d"], d["next"]))
+        d["slots"] += 1
+        if us is None:
+            self.unsure = True
+        if cand == d["d"]:
+            d["d_us"], d["d_se"], d["next"] = us, se, d["c"]
+            return
+        d["next"] = d["d"]
+        d["c_se"] = se
+        answers = {"on"}
+        if us is not None and d["d_us"] is not None:
+            if not d["pairs"]:
+                d["pair1_se"] = None if se is None or d["d_se"] is None else \
+                    (se ** 2 + d["d_se"] ** 2) ** 0.5 / d["d_us"]
+            d["pairs"].append((us, d["d_us"]))
+            answers = verdict(d["pairs"], d["pair1_se"])
+        d["d_us"] = None
+        cap = PAIRS_MIN if d["kind"] == "runner" else PAIRS_MAX  # sched/trials.c, duel_cap
+        if "on" in answers and (len(d["pairs"]) >= cap or d["slots"] >= 2 * cap):
+            answers = (answers - {"on"}) | {"d"}
+        d["answers"] = answers
+
+    def duel_over(self, next_cand):
+        """Called before a window or a choice: whether the duel that was running ended (per the
+        verdict replayed), checking that the log went on as the verdict allows."""
+        d = self.duel
+        if not d or "answers" not in d:
+            return
+        answers = d.pop("answers")
+        going_on = next_cand is not None and next_cand == d["d"]
+        if going_on and ("on" in answers or self.unsure):
+            return
+        if going_on or (not self.unsure and answers == {"on"}):
+            fail("rank 0: round %d: the %s duel of %s against %s after pairs %s: the sequential "
+                 "test says %s, the log %s" % (self.rnd, d["kind"], d["c"], d["d"], d["pairs"],
+                                               sorted(answers), "went on" if going_on else
+                                               "stopped"))
+        won = answers - {"on"}
+        # which side won shows in what follows
+        ch = d["c"]
+        if d["kind"] == "retime":
+            winner = ch if next_cand is not None else d["d"]
+            if winner == ch:
+                self.inc = "passthrough"
+        elif d["kind"] == "leader" and next_cand is not None:
+            winner = ch  # a second duel follows only when the leader won
+            if next_cand != self.runner or self.runner is None:
+                fail("rank 0: round %d: after the leader %s's duel against %s, %s's window "
+                     "(runner-up %s)" % (self.rnd, ch, d["d"], next_cand, self.runner))
+        else:
+            winner = None  # the choice tells
+        side = None if winner is None else ("c" if winner == ch else "d")
+        if side and side not in won and not self.unsure:
+            fail("rank 0: round %d: the %s duel of %s against %s after pairs %s: %s won, the "
+                 "test says %s" % (self.rnd, d["kind"], ch, d["d"], d["pairs"], winner,
+                                   sorted(won)))
+        rel = [c / dd - 1 for c, dd in d["pairs"]]
+        if self.kept_before in (ch, d["d"]) and rel:
+            other = d["d"] if self.kept_before == ch else ch
+            sign = -1 if self.kept_before == ch else 1
+            self.verdicts[other] = sign * sum(rel) / len(rel)
+        d["won"] = won
+        self.ended = d
+        self.duel = None
+        if d["kind"] == "retime" and winner == ch:
+            self.figs, self.spread = {}, {}  # every candidate again
+        elif d["kind"] == "leader" and next_cand is not None:
+            # the leader's last window is the runner-up duel's first defender window
+            self.begin("runner", self.runner, ch)
+            self.duel.update(d_us=d["pairs"][-1][0], d_se=d["c_se"], next=self.runner)
+            self.runner = None
+
+    def chosen(self, cand, chosen_us):
+        """The round's choice: cand kept at chosen_us."""
+        d = self.ended
+        if d is None:  # no duel: the first pass's leader, passthrough or nothing to duel
+            if not self.figs:
+                return
+            leads = (lowest(self.figs),)
+            if cand not in leads:
+                fail("rank 0: round %d chose %s without a duel, the first pass %s makes it %s" %
+                     (self.rnd, cand, self.figs, leads))
+            if chosen_us != self.figs[cand]:
+                fail("rank 0: round %d kept %s at %s us, its figure was %s us" %
+                     (self.rnd, cand, chosen_us, self.figs[cand]))
+            return
+        if cand not in (d["c"], d["d"]):
+            fail("rank 0: round %d kept %s after the duel of %s against %s" %
+                 (self.rnd, cand, d["c"], d["d"]))
+        side = "c" if cand == d["c"] else "d"
+        if side not in d["won"] and not self.unsure:
+            fail("rank 0: round %d: the %s duel of %s against %s after pairs %s: %s kept, the "
+                 "test says %s" % (self.rnd, d["kind"], d["c"], d["d"], d["pairs"], cand,
+                                   sorted(d["won"])))
+        figs = [p[0] if side == "c" else p[1] for p in d["pairs"]]
+        if figs and chosen_us != round(median(figs)) and abs(chosen_us - median(figs)) > 1:
+            fail("rank 0: round %d kept %s at %s us, its duel figures %s" %
+                 (self.rnd, cand, chosen_us, figs))
+        if self.kept_before and cand != self.kept_before and \
+                self.verdicts.get(cand, -1) >= 0 and not self.unsure:
+            fail("rank 0: round %d kept %s, slower than the incumbent %s in their pairs "
+                 "(mean relative difference %+.3f)" % (self.rnd, cand, self.kept_before,
+                                                       self.verdicts[cand]))
 
 
 def every_of(plan):
@@ -177,10 +350,9 @@ def check_trials(d):
             if abs(span - x["us"]) > max(MARK_TOL_US, MARK_TOL * span):
                 fail("rank 0: iteration %d timed %.0f us, the log's first calls %.0f us apart on "
                      "the GPU" % (i, x["us"], span))
-    samples, current, figs, rounds, checked, round_start = [], None, {}, 0, 0, None
+    current, rounds, checked, round_start = None, 0, 0, None
     win_start = None  # the agreement whose decision put `current` in force
-    spread, conf, conf_spread = {}, {}, {}
-    kept, inc = None, None  # (candidate, blocks) of the last kept plan; this round's incumbent
+    kept, inc, rp = None, None, None  # the last kept (candidate, blocks, n_calls); incumbent; Round
     timed = {}  # (round, candidate) -> the blocks of its first plan in that round
     for j, p in enumerate(loop):
         t = p["trial"]
@@ -200,6 +372,7 @@ def check_trials(d):
         if p["policy"] != want.get(t["candidate"], t["candidate"]):
             fail("rank 0: plan v%d is %s but its candidate is %s" %
                  (p["version"], p["policy"], t["candidate"]))
+        new_round = t["phase"] == "trial" and (j == 0 or loop[j - 1]["trial"]["round"] != t["round"])
         if t["judged"] is not None:
             jd = t["judged"]
             if jd["candidate"] != current:
@@ -219,43 +392,30 @@ def check_trials(d):
                     fail("rank 0: plan v%d: %s measured %d us, its samples give %.1f us (%s)" %
                          (p["version"], current, jd["median_us"], m, samples))
                 checked += 1
-            se = figure_se(samples) if samples else None
-            if current in figs:  # its second window of the round: the confirmation's
-                conf[current], conf_spread[current] = jd["median_us"], se
-            else:
-                figs[current], spread[current] = jd["median_us"], se
-        if t["phase"] == "trial" and (j == 0 or loop[j - 1]["trial"]["round"] != t["round"]):
-            figs, spread, conf, conf_spread, round_start = {}, {}, {}, {}, k
+            if rp:
+                rp.feed(current, jd["median_us"], figure_se(samples) if samples else None)
+        elif rp and j > 0 and loop[j - 1]["trial"]["phase"] == "trial" and not new_round and \
+                (t["candidate"] != current or t["phase"] == "chosen"):
+            rp.feed(current, None, None)  # its window closed with no figure
+        if new_round:
+            round_start = k
             # a restarted round measures the kept plan as it was agreed (unless the profile changed)
             inc = kept[0] if kept and p["n_calls"] == kept[2] else None
+            # a round restarted by a time drift re-times the incumbent first (its window first)
+            retime = bool(inc and inc != "passthrough" and t["candidate"] == inc)
+            rp = Round(t["round"], inc, retime)
+        elif rp and t["phase"] == "trial":
+            rp.duel_over(t["candidate"])
         if inc and t["candidate"] == inc and t["phase"] == "trial" and blocks != kept[1]:
             fail("rank 0: round %d: the incumbent %s is timed with other blocks (%d) than it was "
                  "kept with (%d): a restart must measure the plan in force" %
                  (t["round"], inc, len(blocks), len(kept[1])))
-        if t["phase"] == "chosen" and (j == 0 or loop[j - 1]["trial"]["phase"] == "trial"):
-            if not figs:
-                fail("rank 0: plan v%d chose %s with no figure" % (p["version"], t["candidate"]))
-            lead = choose(figs, spread, inc)
-            leads = lead if isinstance(lead, tuple) else (lead,)
-            if conf:  # the first pass's leader and passthrough, timed again: their fresh figures
-                check_confirmation(t["round"], figs, conf, conf_spread, leads, inc)
-                figs, spread = conf, conf_spread
-            elif t["candidate"] != "passthrough" and "passthrough" in figs:
-                fail("rank 0: round %d kept %s without timing it again against passthrough "
-                     "(the figures %s)" % (t["round"], t["candidate"], figs))
-            want = choose(figs, spread, inc)
-            if t["candidate"] not in (want if isinstance(want, tuple) else (want,)):
-                fail("rank 0: round %d chose %s, the figures %s (standard errors %s) make it %s"
-                     % (t["round"], t["candidate"], figs, spread, want))
-            if t["chosen_us"] != figs[t["candidate"]]:
-                fail("rank 0: round %d kept %s at %s us, its figure was %d us" %
-                     (t["round"], t["candidate"], t["chosen_us"], figs[t["candidate"]]))
+        if t["phase"] == "chosen" and j > 0 and loop[j - 1]["trial"]["phase"] == "trial" and rp:
+            rp.duel_over(None)
+            rp.chosen(t["candidate"], t["chosen_us"])
             if round_start is not None and k - round_start > ROUND_BOUND:
                 fail("rank 0: round %d took %d iterations (bound %d)" %
                      (t["round"], k - round_start, ROUND_BOUND))
-            if inc and inc in figs and figs[t["candidate"]] > figs[inc]:
-                fail("rank 0: round %d kept %s at %d us, slower than the incumbent %s (%d us)" %
-                     (t["round"], t["candidate"], figs[t["candidate"]], inc, figs[inc]))
             rounds += 1
         if t["phase"] == "chosen":
             kept = (t["candidate"], blocks, p["n_calls"])
