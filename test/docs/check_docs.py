@@ -10,8 +10,8 @@
       #fragment at a heading of the target (GitHub's anchors). Links inside code are ignored.
   check_docs.py installed --cmake CMAKE --build BUILD --src SRC
       Installs the docs component of BUILD into a temporary prefix; its share/doc/prophet must hold
-      exactly README.md, bpf/README.md and every file of SRC/docs (nothing of SRC/dev), and the
-      links of its Markdown files must hold there (`links`).
+      exactly README.md, bpf/README.md and every file of SRC/docs (nothing of SRC/dev; a package's
+      copyright and changelog files aside), and the links of its Markdown files must hold there.
 Exit status 1 with one line per finding.
 """
 import os
@@ -124,7 +124,8 @@ def check_installed(cmake, build, src):
         got = files_under(docdir) if os.path.isdir(docdir) else set()
         want = {"README.md", os.path.join("bpf", "README.md")}
         want |= {os.path.join("docs", f) for f in files_under(os.path.join(src, "docs"))}
-        bad = [f"installed but not a user document: {f}" for f in sorted(got - want)]
+        package = {f for f in got if re.fullmatch(r"copyright|changelog(\.Debian)?(\.gz)?", f)}
+        bad = [f"installed but not a user document: {f}" for f in sorted(got - want - package)]
         bad += [f"user document not installed: {f}" for f in sorted(want - got)]
         dev = files_under(os.path.join(src, "dev")) if os.path.isdir(os.path.join(src, "dev")) else set()
         devnames = {os.path.basename(f) for f in dev} - {"README.md"}
