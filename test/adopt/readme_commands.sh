@@ -1,6 +1,7 @@
 #!/bin/sh
-# Runs the commands of README.md's section "Preload it into a real job" as a user would, here:
-#   - its `cmake --install build --prefix ~/.local` line, with HOME a temporary directory and build
+# Runs the commands of README.md's sections "Install" and "Preload it into a real job" as a user
+# would, here:
+#   - Install's `cmake --install build --prefix ~/.local` line, with HOME a temporary directory and build
 #     this test's build tree (the build line itself is not run: this is that build);
 #   - every fenced block that follows a `<!-- readme-test` line, in order, as one sh -e script,
 #     from a directory holding `build`, `profiles` and a `train.py` (train.py.in: one rank that
@@ -30,8 +31,9 @@ for want in "prophet-run torchrun " "prophet-run horovodrun " "prophet-run mpiru
     "prophet-doctor -- " "prophet-doctor --pid "; do
     grep -q "^$want" "$tmp/script.sh" || fail "no marked command '$want...' in the section"
 done
-install=$(grep -m1 '^cmake --install build --prefix ' "$tmp/section" | sed 's/ *#.*//')
-[ -n "$install" ] || fail "the section has no 'cmake --install build --prefix' line"
+install=$(sed -n '/^## Install/,/^## /p' "$src/README.md" | grep -m1 '^cmake --install build --prefix ' |
+    sed 's/ *#.*//')
+[ -n "$install" ] || fail "README.md's section 'Install' has no 'cmake --install build --prefix' line"
 
 # a user's directory: HOME, build (this build tree), profiles, train.py; fake launchers on PATH
 export HOME=$tmp/home
