@@ -169,8 +169,8 @@ static int check_unknown(void)
     static const struct {
         const char *var, *line; /* line: NULL when none is wanted */
     } cases[] = {
-        {"PROPHET_POLICYY=fusion",
-         "prophet: WARN unknown variable PROPHET_POLICYY (did you mean PROPHET_POLICY?): ignored\n"},
+        {"PROPHET_POLICYY=fusion", "prophet: WARN unknown variable PROPHET_POLICYY (did you mean "
+                                   "PROPHET_POLICY?): ignored\n"},
         {"PROPHET_DEBG=INFO",
          "prophet: WARN unknown variable PROPHET_DEBG (did you mean PROPHET_DEBUG?): ignored\n"},
         {"PROPHET_policy=fusion",
