@@ -25,6 +25,7 @@
 #include "readiness_poller.h"
 #include "release.h"
 #include "settings.h"
+#include "start_line.h"
 
 #define PROPHET_HOSTMEM_BYTES (256 + PROPHET_PLAN_WIRE_BYTES)
 #define PROPHET_VOTE_OFFSET 128 /* the setup vote's word, after the gate word */
@@ -84,6 +85,9 @@ void prophet_comm_life_created(ncclComm_t handle, int rank, int nranks, const nc
 {
     prophet_init_set_exit_hook(prophet_comm_life_exit);
     prophet_hold_set_release(prophet_comm_life_release);
+    prophet_msg_set_rank(rank); /* a split's (-1) is known at its setup */
+    if (handle && prophet_active())
+        prophet_start_line(rank);
     prophet_comm_created(handle, rank, nranks, config, inherit_blocking_from_parent, parent);
 }
 
@@ -137,6 +141,7 @@ static int prophet_comm_setup_local(prophet_comm_t *c)
         prophet_nccl.CommUserRank(c->handle, &c->rank);
     if (c->nranks < 0 && prophet_nccl.CommCount)
         prophet_nccl.CommCount(c->handle, &c->nranks);
+    prophet_msg_set_rank(c->rank);
     if (prophet_cfg.bandwidth_Bps > 0 || prophet_cfg.alpha_us >= 0) {
         if (prophet_cfg.bandwidth_Bps > 0)
             net0.bandwidth_Bps = prophet_cfg.bandwidth_Bps;

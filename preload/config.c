@@ -488,6 +488,92 @@ int prophet_config_parse(prophet_config_t *cfg, const char *(*lookup)(const char
     return e.count;
 }
 
+/* Edit distance (insertions, deletions, substitutions) between a and b, or limit + 1 when it is
+ * larger than limit. Names are short: longer ones (64 or more) count as far. */
+static int prophet_cfg_distance(const char *a, const char *b, int limit)
+{
+    int row[64], la = (int)strlen(a), lb = (int)strlen(b);
+
+    if (la >= 64 || lb >= 64 || abs(la - lb) > limit)
+        return limit + 1;
+    for (int j = 0; j <= lb; j++)
+        row[j] = j;
+    for (int i = 1; i <= la; i++) {
+        int diag = row[0], best;
+
+        row[0] = best = i;
+        for (int j = 1; j <= lb; j++) {
+            int up = row[j], v = diag + (a[i - 1] != b[j - 1]);
+
+            if (up + 1 < v)
+                v = up + 1;
+            if (row[j - 1] + 1 < v)
+                v = row[j - 1] + 1;
+            diag = up;
+            row[j] = v;
+            if (v < best)
+                best = v;
+        }
+        if (best > limit)
+            return limit + 1;
+    }
+    return row[lb] <= limit ? row[lb] : limit + 1;
+}
+
+/* The knob nearest to name (without the PROPHET_ prefix, any case): within 2 edits and under a
+ * third of the name's length, else NULL. */
+static const char *prophet_cfg_nearest(const char *name, size_t len)
+{
+    char upper[64];
+    const char *best = NULL;
+    int best_d = 3;
+
+    if (len >= sizeof(upper))
+        return NULL;
+    for (size_t i = 0; i < len; i++)
+        upper[i] = (char)toupper((unsigned char)name[i]);
+    upper[len] = '\0';
+    for (int i = 0; i < PROPHET_NAMES_COUNT(prophet_knobs); i++) {
+        const char *k = prophet_knobs[i].name + 8; /* after "PROPHET_" */
+        int d = prophet_cfg_distance(upper, k, best_d - 1);
+
+        if (d < best_d && 3 * d <= (int)strlen(k)) {
+            best_d = d;
+            best = prophet_knobs[i].name;
+        }
+    }
+    return best;
+}
+
+int prophet_config_unknown(char *const *envp, char *errs, int errs_len)
+{
+    prophet_cfg_errs_t e = {.buf = errs, .len = errs_len, .used = 0, .count = 0};
+
+    if (errs && errs_len > 0)
+        errs[0] = '\0';
+    for (; envp && *envp; envp++) {
+        const char *var = *envp, *eq = strchr(var, '='), *near;
+        size_t len = eq ? (size_t)(eq - var) : strlen(var);
+        int known = 0;
+
+        if (len <= 8 || strncmp(var, "PROPHET_", 8) != 0)
+            continue;
+        for (int i = 0; i < PROPHET_NAMES_COUNT(prophet_knobs) && !known; i++)
+            known =
+                strlen(prophet_knobs[i].name) == len && !strncmp(prophet_knobs[i].name, var, len);
+        if (known)
+            continue;
+        near = prophet_cfg_nearest(var + 8, len - 8);
+        if (near)
+            prophet_cfg_error(&e, "prophet: WARN unknown variable %.*s (did you mean %s?): ignored",
+                              (int)(len > 200 ? 200 : len), var, near);
+        else
+            prophet_cfg_error(&e, "prophet: WARN unknown variable %.*s: ignored",
+                              (int)(len > 200 ? 200 : len), var);
+    }
+    return e.count;
+}
+
 static const char *prophet_getenv_lookup(const char *name, void *ctx)
 {
     (void)ctx;

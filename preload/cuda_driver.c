@@ -61,8 +61,10 @@ static void prophet_cuda_load_once(void)
     void *h = prophet_cuda_handle();
 
     if (!h) {
-        prophet_msg(PROPHET_LOG_INFO, "no CUDA driver (%s); passing every call through",
-                    prophet_cuda_err[0] ? prophet_cuda_err : lib);
+        prophet_msg(PROPHET_LOG_WARN,
+                    "no CUDA driver: PROPHET_CUDA_LIB=%s does not load (%s); the preload passes "
+                    "every call through, nothing is scheduled",
+                    lib, prophet_cuda_err[0] ? prophet_cuda_err : "dlopen failed");
         return;
     }
     PROPHET_CU(CtxGetCurrent, cuCtxGetCurrent);
@@ -91,8 +93,10 @@ static void prophet_cuda_load_once(void)
     prophet_cuda_rc = 0;
     return;
 fail:
-    prophet_msg(PROPHET_LOG_INFO, "CUDA driver %s lacks %s; passing every call through", lib,
-                missing);
+    prophet_msg(PROPHET_LOG_WARN,
+                "CUDA driver PROPHET_CUDA_LIB=%s lacks %s; the preload passes every call "
+                "through, nothing is scheduled",
+                lib, missing);
 }
 
 int prophet_cuda_load(void)

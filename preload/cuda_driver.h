@@ -30,7 +30,7 @@ typedef struct prophet_cuda_api {
 } prophet_cuda_api_t;
 
 extern prophet_cuda_api_t prophet_cu;
-/* Loads the driver once (PROPHET_CUDA_LIB). 0 ok; -1 unavailable (one INFO line said why). */
+/* Loads the driver once (PROPHET_CUDA_LIB). 0 ok; -1 unavailable (one WARN line said why). */
 int prophet_cuda_load(void);
 const char *prophet_cuda_errstr(CUresult rc);
 /* Stream capture. The preload's own host waits and queries (on its own events and its internal

@@ -3,8 +3,11 @@
  * CUDA); the CUDA driver and the poller thread are started by comm_life.c on the first
  * communicator's setup. PROPHET_DISABLE=1 stops after the first stage. At exit without any NCCL
  * call, the exit check (exit_check.c). */
+#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "init.h"
 #include "log_line.h"
@@ -50,9 +53,60 @@ static void prophet_atexit(void)
     fn();
 }
 
+static const char *prophet_init_getenv(const char *name, void *ctx)
+{
+    (void)ctx;
+    return getenv(name);
+}
+
+/* config.c's lines ("prophet: WARN ...", "prophet: INFO ..."), each written again as a line of
+ * this process (its sender, PROPHET_DEBUG_FILE). */
+static void prophet_init_config_lines(char *errs)
+{
+    static const struct {
+        const char *prefix;
+        prophet_log_level_t level;
+    } levels[] = {{"prophet: WARN ", PROPHET_LOG_WARN}, {"prophet: INFO ", PROPHET_LOG_INFO}};
+
+    for (char *l = errs, *end; l && *l; l = end ? end + 1 : NULL) {
+        if ((end = strchr(l, '\n')))
+            *end = '\0';
+        for (size_t i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+            size_t n = strlen(levels[i].prefix);
+
+            if (!strncmp(l, levels[i].prefix, n)) {
+                prophet_msg(levels[i].level, "%s", l + n);
+                break;
+            }
+        }
+    }
+}
+
 static void prophet_config_load_once(void)
 {
-    prophet_config_load(&prophet_cfg); /* invalid values: one line each, defaults kept */
+    char errs[4096];
+
+    /* invalid values: one line each, defaults kept */
+    prophet_config_parse(&prophet_cfg, prophet_init_getenv, NULL, errs, sizeof(errs));
+    prophet_init_config_lines(errs);
+}
+
+/* What PROPHET_DISABLE=1 leaves undone that other knobs ask for, and PROPHET_* names that are no
+ * knob: one WARN line each, once per process. */
+static void prophet_init_config_checks(void)
+{
+    char errs[4096];
+
+    if (prophet_cfg.disable) {
+        if (prophet_cfg.log_dir[0])
+            prophet_msg(PROPHET_LOG_WARN,
+                        "PROPHET_DISABLE=1: pure passthrough, no schedule log%s is written to "
+                        "PROPHET_LOG=%s",
+                        prophet_cfg.trace ? " or trace" : "", prophet_cfg.log_dir);
+        return;
+    }
+    prophet_config_unknown(environ, errs, sizeof(errs));
+    prophet_init_config_lines(errs);
 }
 
 void prophet_init_config(void)
@@ -87,6 +141,7 @@ int prophet_init(void)
     if (mode != PROPHET_MODE_UNINIT)
         goto out;
     prophet_init_config();
+    prophet_init_config_checks();
     if (prophet_nccl_resolve() != 0) {
         mode = PROPHET_MODE_PASSTHROUGH;
         goto out;

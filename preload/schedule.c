@@ -198,9 +198,10 @@ static void prophet_unsettled_step(prophet_comm_t *c, const prophet_call_t *k, i
         return;
     o->unsettled = 1;
     o->unsettled_calls = 0;
-    prophet_msg(PROPHET_LOG_INFO,
-                "comm %lu: no plan after %u calls searched for the iteration and %u lock breaks; "
-                "observing %d calls in %d",
+    prophet_msg(PROPHET_LOG_WARN,
+                "comm %lu: its calls do not settle into a repeating iteration (no plan after %u "
+                "calls searched for the iteration and %u lock breaks): the comm passes through, "
+                "nothing is regrouped; observing %d calls in %d",
                 (unsigned long)c->id, o->unplanned_search, o->unplanned_relearns, PROPHET_BLOCK_MAX,
                 PROPHET_BLOCK_MAX * PROPHET_SAMPLE_EVERY);
 }

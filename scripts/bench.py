@@ -370,7 +370,7 @@ def loop_story(stderr):
     for line in stderr.splitlines():
         if (": trial round " in line and (" kept (" in line or " measured " in line)) \
                 or "drifted since the choice" in line:
-            text = line.split("prophet: INFO ", 1)[-1]
+            text = line.split(" INFO ", 1)[-1]
             key = re.sub(r"iteration \d+: ", "", text)
             if key not in seen:
                 seen.add(key)

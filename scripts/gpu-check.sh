@@ -90,7 +90,7 @@ for model in $models; do
         echo "gpu-check: $tag ran (${SECONDS}s into the check)"
       done
     done
-    grep -h "prophet: INFO summary comm" "$out/$model-$sync-prophet-r"*.log | head -n 2 || true
+    grep -h "prophet: .*INFO summary comm" "$out/$model-$sync-prophet-r"*.log | head -n 2 || true
     expect=0
     [ "$gate" = hold ] && [[ " $expect_grouping " == *" $sync "* ]] && expect=1
     python3 - "$out/$model-$sync" "$runs" "$expect" <<'EOP' || status=1

@@ -62,7 +62,11 @@ typedef enum prophet_bwmon_mode { PROPHET_VALUES_bwmon(PROPHET_ENUM_ITEM) } prop
 #define PROPHET_KNOBS(X)                                                                           \
     X(BOOL, DISABLE, disable, int, 0, 0, 1, "0", "`1`: pure passthrough, nothing else is touched") \
     X(ENUM, DEBUG, debug, prophet_log_level_t, PROPHET_LOG_WARN, 0, 0, "WARN",                     \
-      "what is written to stderr; lines start with `prophet:`, `NONE` silences warnings")          \
+      "what is written to stderr; lines start with `prophet: HOST:PID [RANK] LEVEL`, `NONE` "      \
+      "silences warnings")                                                                         \
+    X(PATH, DEBUG_FILE, debug_file, char, "", 0, 0, "stderr",                                      \
+      "a file for those lines instead, one per process: `%h` is the host, `%p` the pid (as "       \
+      "`NCCL_DEBUG_FILE`); appended to; one that cannot be opened: a warning, and stderr")         \
     X(ENUM, GATE, gate, prophet_gate_mode_t, PROPHET_GATE_HOLD, 0, 0, "hold",                      \
       "what the preload does with an all-reduce (above)")                                          \
     X(POLICY, POLICY, policy, prophet_policy_t, PROPHET_POLICY_OPTIMAL, 0, 0, "optimal",           \
@@ -162,6 +166,12 @@ int prophet_config_load(prophet_config_t *cfg);
  * NULL. */
 int prophet_config_parse(prophet_config_t *cfg, const char *(*lookup)(const char *name, void *ctx),
                          void *ctx, char *errs, int errs_len);
+
+/* The PROPHET_* names among envp's NAME=VALUE strings that are no knob (a misspelling such as
+ * PROPHET_POLICYY): one line each, "prophet: WARN unknown variable PROPHET_X (did you mean
+ * PROPHET_Y?): ignored", the nearest knob named when it is close. errs as above. Returns the
+ * number of such names. */
+int prophet_config_unknown(char *const *envp, char *errs, int errs_len);
 
 const char *prophet_policy_name(prophet_policy_t p);
 const char *prophet_gate_name(prophet_gate_mode_t g);                  /* "observe", "hold" */

@@ -30,11 +30,11 @@ env LD_LIBRARY_PATH="$build/lib/emu" LD_PRELOAD="$libdir/libprophet.so" PROPHET_
     PROPHET_GATE=observe "$build/bin/prophet-emu" --timeout 60 --quiet --ranks 2 --profile "$prof" \
     --mode ddp --iters 30 --scale 0.05 --elements-scale 0.01 >"$out" 2>&1 ||
     fail "the demo job failed under the installed preload"
-n=$(grep -c "prophet: INFO summary comm .*calls=[1-9]" "$out")
+n=$(grep -c "prophet: .*INFO summary comm .*calls=[1-9]" "$out")
 [ "$n" -eq 2 ] || fail "$n summary lines with calls for 2 ranks: the installed preload did not intercept"
-grep "prophet: INFO summary comm" "$out" | head -n 1
+grep "prophet: .*INFO summary comm" "$out" | head -n 1
 if [ "$(id -u)" = 0 ] && [ -f "$build/lib/libprophet_bw.so" ]; then
-    grep -qE "prophet: INFO eBPF throughput from (in-process|shared)" "$out" ||
+    grep -qE "prophet: .*INFO eBPF throughput from (in-process|shared)" "$out" ||
         fail "the installed preload did not load its eBPF plugin from beside it"
     echo "installed eBPF plugin loaded"
 fi

@@ -74,9 +74,9 @@ env LD_LIBRARY_PATH="$build/lib/emu" PROPHET_DEBUG=INFO \
     "$run" --observe --log "$tmp/joblogs" "$build/bin/prophet-emu" --timeout 60 --quiet --ranks 2 \
     --profile "$here/../../profiles/resnet50.json" --mode ddp --iters 30 --scale 0.05 \
     --elements-scale 0.01 >"$tmp/out" 2>&1 || fail "the emulated job failed under prophet-run"
-[ "$(grep -c 'prophet: INFO active: .*gate observe' "$tmp/out")" -eq 2 ] ||
+[ "$(grep -c 'prophet: .*INFO active: .*gate observe' "$tmp/out")" -eq 2 ] ||
     fail "not every rank active in observe-only (gate observe) mode"
-[ "$(grep -c 'prophet: INFO summary comm .*calls=[1-9]' "$tmp/out")" -eq 2 ] || fail "calls not intercepted"
+[ "$(grep -c 'prophet: .*INFO summary comm .*calls=[1-9]' "$tmp/out")" -eq 2 ] || fail "calls not intercepted"
 [ "$(ls "$tmp/joblogs" | wc -l)" -ge 2 ] || fail "no schedule log per rank in --log DIR"
 echo "emulated job: ok"
 

@@ -53,7 +53,8 @@ int main(void)
 
     printf("| variable | default | accepts | meaning |\n|---|---|---|---|\n");
     for (int i = 0; i < n; i++, k++) {
-        int word = !strcmp(k->shown, "unset") || !strcmp(k->shown, "fitted");
+        int word = !strcmp(k->shown, "unset") || !strcmp(k->shown, "fitted") ||
+                   !strcmp(k->shown, "stderr");
         accepted(k, acc, sizeof(acc));
         printf("| `%s` | %s%s%s | %s | %s |\n", k->name, word ? "" : "`", k->shown, word ? "" : "`",
                acc, k->help);

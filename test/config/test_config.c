@@ -162,12 +162,71 @@ static int check_names(void)
     return prophet_policy_from_name(NULL, &p) != -1 || strcmp(prophet_policy_name(99), "unknown");
 }
 
+/* PROPHET_* names that are no knob: one line each, naming the nearest knob when it is close;
+ * knobs, other variables and the bare prefix give nothing. */
+static int check_unknown(void)
+{
+    static const struct {
+        const char *var, *line; /* line: NULL when none is wanted */
+    } cases[] = {
+        {"PROPHET_POLICYY=fusion", "prophet: WARN unknown variable PROPHET_POLICYY (did you mean "
+                                   "PROPHET_POLICY?): ignored\n"},
+        {"PROPHET_DEBG=INFO",
+         "prophet: WARN unknown variable PROPHET_DEBG (did you mean PROPHET_DEBUG?): ignored\n"},
+        {"PROPHET_policy=fusion",
+         "prophet: WARN unknown variable PROPHET_policy (did you mean PROPHET_POLICY?): ignored\n"},
+        {"PROPHET_STAL_MS=5",
+         "prophet: WARN unknown variable PROPHET_STAL_MS (did you mean PROPHET_STALL_MS?): "
+         "ignored\n"},
+        {"PROPHET_DEBUG_FIEL=/x",
+         "prophet: WARN unknown variable PROPHET_DEBUG_FIEL (did you mean PROPHET_DEBUG_FILE?): "
+         "ignored\n"},
+        {"PROPHET_XYZZY=1", "prophet: WARN unknown variable PROPHET_XYZZY: ignored\n"},
+        {"PROPHET_LG=/x",
+         "prophet: WARN unknown variable PROPHET_LG (did you mean PROPHET_LOG?): ignored\n"},
+        {"PROPHET_ABC=/x", "prophet: WARN unknown variable PROPHET_ABC: ignored\n"},
+        {"PROPHET_FOO", "prophet: WARN unknown variable PROPHET_FOO: ignored\n"},
+        {"PROPHET_POLICY=fusion", NULL},
+        {"PROPHET_DEBUG_FILE=/tmp/p-%h-%p.log", NULL},
+        {"PROPHET_LOG_ITERS=0:10", NULL},
+        {"PROPHET_=1", NULL},
+        {"NCCL_DEBUG=INFO", NULL},
+        {"MY_PROPHET_POLICY=1", NULL},
+    };
+    char errs[512];
+    int bad = 0, n;
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char *envp[] = {(char *)cases[i].var, NULL};
+        const char *want = cases[i].line ? cases[i].line : "";
+
+        n = prophet_config_unknown(envp, errs, sizeof(errs));
+        if (n != (cases[i].line != NULL) || strcmp(errs, want) != 0) {
+            fprintf(stderr, "FAIL unknown %s: %d lines [%s], want [%s]\n", cases[i].var, n, errs,
+                    want);
+            bad = 1;
+        }
+    }
+    {
+        char *envp[] = {"PROPHET_POLICYY=1", "HOME=/", "PROPHET_GATE=hold", "PROPHET_XYZZY=2",
+                        NULL};
+
+        if (prophet_config_unknown(envp, errs, sizeof(errs)) != 2 ||
+            !strstr(errs, "PROPHET_POLICYY (did") || !strstr(errs, "PROPHET_XYZZY:")) {
+            fprintf(stderr, "FAIL unknown, two of four: [%s]\n", errs);
+            bad = 1;
+        }
+    }
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     const char *dir = argc > 1 ? argv[1] : "data";
     int rc = 0;
     rc |= check_defaults();
     rc |= check_names();
+    rc |= check_unknown();
     rc |= run_file(dir, "valid.tsv", 1);
     rc |= run_file(dir, "invalid.tsv", 0);
     printf(rc ? "config: FAILED\n" : "config: all passed\n");

@@ -41,10 +41,10 @@ for at in 150 190 230 270 310; do
     python3 "$here/check_bw_change.py" "$logs" "$logs/emu.json" "$at" "$t" "$bound"
     rc=$?
     case $rc in
-    0) grep "prophet: INFO comm 0: .* drifted since the choice" "$out" | head -n 1
+    0) grep "prophet: .*INFO comm 0: .* drifted since the choice" "$out" | head -n 1
        echo "PASS (job iteration $at)"; exit 0 ;;
     3) continue ;;
-    *) grep -E "prophet: INFO comm 0 iteration .*trial round|drifted" "$out" | awk '!s[$0]++' | tail -n 20
+    *) grep -E "prophet: .*INFO comm 0 iteration .*trial round|drifted" "$out" | awk '!s[$0]++' | tail -n 20
        exit 1 ;;
     esac
 done

@@ -12,7 +12,7 @@ env LD_LIBRARY_PATH="$build/lib/emu" LD_PRELOAD="$dir/libprophet.so" PROPHET_DEB
     --elements-scale 0.01 --quiet >"$out" 2>&1
 rc=$?
 [ $rc -eq 0 ] || { echo "FAIL: prophet-emu exited $rc"; tail -20 "$out"; exit 1; }
-grep -q "prophet: INFO no eBPF throughput (no eBPF support: .*libprophet_bw.so.*); using bandwidth fitted" "$out" ||
+grep -q "prophet: .*INFO no eBPF throughput (no eBPF support: .*libprophet_bw.so.*); using bandwidth fitted" "$out" ||
     { echo "FAIL: no fallback line"; grep prophet: "$out" | head; exit 1; }
 grep -m1 "no eBPF throughput" "$out"
 echo PASS

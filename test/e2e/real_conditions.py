@@ -56,7 +56,7 @@ def run_emu(build, profile, ranks, args, logs):
 
 
 def summaries(out, ranks, comm=0):
-    s = re.findall(r"prophet: INFO summary comm %d rank (\d+)/\d+: (.*)" % comm, out)
+    s = re.findall(r"prophet: .*INFO summary comm %d rank (\d+)/\d+: (.*)" % comm, out)
     if len(s) != ranks:
         fail("%d summary lines for comm %d, want %d" % (len(s), comm, ranks), out)
     return [dict(kv.split("=", 1) for kv in line.split()) for _, line in s]

@@ -13,10 +13,10 @@
 #           | sampled (every rank's summary: observed < calls / 2, the rest passed straight to NCCL)
 #           | sampled-noprobe (sampled, and no rank opened a bandwidth source: no INFO line of
 #             'eBPF throughput from' or 'no eBPF throughput')
-#           | warn:REGEX (a 'prophet: WARN' line matching REGEX)
-#           | info:REGEX (a 'prophet: INFO' line matching REGEX)
-#           | each:REGEX (one 'prophet: INFO' line matching REGEX per rank, or more)
-#           | once:REGEX (exactly one 'prophet: INFO' line matching REGEX per rank, counted over
+#           | warn:REGEX (a 'prophet: ... WARN' line matching REGEX)
+#           | info:REGEX (a 'prophet: ... INFO' line matching REGEX)
+#           | each:REGEX (one 'prophet: ... INFO' line matching REGEX per rank, or more)
+#           | once:REGEX (exactly one 'prophet: ... INFO' line matching REGEX per rank, counted over
 #             all ranks: an event logged once, not at every re-agreement)
 #           | poller:MAX (every rank's summary: poller_busy_hz=N with 0 < N <= MAX, the readiness
 #             poller's passes a second while it had work; a loaded host only lowers N)
@@ -96,78 +96,78 @@ case "$envs" in
     esac ;;
 esac
 ranks=$(echo "$*" | sed -n 's/.*--ranks \([0-9]*\).*/\1/p')
-summaries=$(grep -c "prophet: INFO summary comm" "$out")
+summaries=$(grep -c "prophet: .*INFO summary comm" "$out")
 case $check in
 none) ;;
 multi)
     [ "$summaries" -eq "$ranks" ] || fail "$summaries summary lines for $ranks ranks"
-    bad=$(grep "prophet: INFO summary comm" "$out" | grep -c "blocks>1=0 ")
+    bad=$(grep "prophet: .*INFO summary comm" "$out" | grep -c "blocks>1=0 ")
     [ "$bad" -eq 0 ] || fail "$bad rank(s) formed no block of more than one call"
-    grep "prophet: INFO summary comm" "$out" | head -n 1 ;;
+    grep "prophet: .*INFO summary comm" "$out" | head -n 1 ;;
 multi-trace)
-    grep -Eq "prophet: TRACE comm [0-9]+: block [0-9]+ released: ([2-9]|[1-9][0-9]+) calls" "$out" ||
+    grep -Eq "prophet: .*TRACE comm [0-9]+: block [0-9]+ released: ([2-9]|[1-9][0-9]+) calls" "$out" ||
         fail "no block of more than one call was released" ;;
 observed)
     [ "$summaries" -eq "$ranks" ] || fail "$summaries summary lines for $ranks ranks"
-    bad=$(grep "prophet: INFO summary comm" "$out" | grep -Ec "calls=0 |plans=0 ")
+    bad=$(grep "prophet: .*INFO summary comm" "$out" | grep -Ec "calls=0 |plans=0 ")
     [ "$bad" -eq 0 ] || fail "$bad rank(s) observed no calls or agreed no plan"
-    grep "prophet: INFO summary comm" "$out" | head -n 1 ;;
+    grep "prophet: .*INFO summary comm" "$out" | head -n 1 ;;
 passthrough)
     [ "$summaries" -eq "$ranks" ] || fail "$summaries summary lines for $ranks ranks"
-    grep "prophet: INFO summary comm" "$out" |
+    grep "prophet: .*INFO summary comm" "$out" |
         sed -n 's/.* calls=\([0-9]*\) scheduled=\([0-9]*\) passthrough=\([0-9]*\) .*/\1 \2 \3/p' >"$out.s"
     n=$(head -n 1 "$out.s" | cut -d' ' -f1)
     bad=$(awk -v n="$n" '$1 != n || $2 != 0 || $3 != n || n == 0' "$out.s" | wc -l)
     rm -f "$out.s"
-    [ "$(grep -c "prophet: INFO summary comm" "$out")" -eq "$ranks" ] && [ "$bad" -eq 0 ] ||
+    [ "$(grep -c "prophet: .*INFO summary comm" "$out")" -eq "$ranks" ] && [ "$bad" -eq 0 ] ||
         fail "not every rank passed all of the same $n calls through unheld"
-    grep "prophet: INFO summary comm" "$out" | head -n 1 ;;
+    grep "prophet: .*INFO summary comm" "$out" | head -n 1 ;;
 sampled | sampled-noprobe)
     # a comm that agrees no plan observes only sampled runs once unsettled (schedule.h): on every
     # rank, fewer than half of the calls went through events of ours, the rest straight to NCCL
     [ "$summaries" -eq "$ranks" ] || fail "$summaries summary lines for $ranks ranks"
-    bad=$(grep "prophet: INFO summary comm" "$out" |
+    bad=$(grep "prophet: .*INFO summary comm" "$out" |
         sed -n 's/.* calls=\([0-9]*\) .* observed=\([0-9]*\).*/\1 \2/p' |
         awk '$1 == 0 || 2 * $2 >= $1' | wc -l)
     [ "$bad" -eq 0 ] || fail "$bad rank(s) observed half of their calls or more (summary: observed)"
-    grep "prophet: INFO summary comm" "$out" | head -n 1
+    grep "prophet: .*INFO summary comm" "$out" | head -n 1
     # the probe is opened once a comm finds its iteration (readiness_poller.h): never here
     if [ "$check" = sampled-noprobe ]; then
-        opened=$(grep -Ec "prophet: INFO (eBPF throughput from|no eBPF throughput)" "$out")
+        opened=$(grep -Ec "prophet: .*INFO (eBPF throughput from|no eBPF throughput)" "$out")
         [ "$opened" -eq 0 ] || fail "$opened rank(s) opened a bandwidth source: $(grep -Em1 \
-            "prophet: INFO (eBPF throughput from|no eBPF throughput)" "$out")"
+            "prophet: .*INFO (eBPF throughput from|no eBPF throughput)" "$out")"
         echo "no rank opened a bandwidth source"
     fi ;;
 warn:*)
     re=${check#warn:}
-    grep -Eq "prophet: WARN .*$re" "$out" || fail "no WARN line matching '$re'"
-    grep -E "prophet: WARN .*$re" "$out" | head -n 1 ;;
+    grep -Eq "prophet: .*WARN .*$re" "$out" || fail "no WARN line matching '$re'"
+    grep -E "prophet: .*WARN .*$re" "$out" | head -n 1 ;;
 info:*)
     re=${check#info:}
-    grep -Eq "prophet: INFO .*$re" "$out" || fail "no INFO line matching '$re'"
-    grep -E "prophet: INFO .*$re" "$out" | tail -n 1 ;;
+    grep -Eq "prophet: .*INFO .*$re" "$out" || fail "no INFO line matching '$re'"
+    grep -E "prophet: .*INFO .*$re" "$out" | tail -n 1 ;;
 each:*)
     re=${check#each:}
-    n=$(grep -Ec "prophet: INFO .*$re" "$out")
+    n=$(grep -Ec "prophet: .*INFO .*$re" "$out")
     # on a miss, what the ranks said instead (the regex less its last word)
     [ "$n" -ge "$ranks" ] || fail "$n INFO lines matching '$re' for $ranks ranks; the" \
-        "lines matching '${re% *}':$(printf '\n'; grep -E "prophet: INFO .*${re% *}" "$out" | head -n 8)"
+        "lines matching '${re% *}':$(printf '\n'; grep -E "prophet: .*INFO .*${re% *}" "$out" | head -n 8)"
     echo "$n INFO lines matching '$re' for $ranks ranks" ;;
 once:*)
     re=${check#once:}
-    n=$(grep -Ec "prophet: INFO .*$re" "$out")
+    n=$(grep -Ec "prophet: .*INFO .*$re" "$out")
     [ "$n" -eq "$ranks" ] ||
         fail "$n INFO lines matching '$re' for $ranks ranks (one each expected)"
     echo "$n INFO lines matching '$re' for $ranks ranks" ;;
 poller:*)
     max=${check#poller:}
     [ "$summaries" -eq "$ranks" ] || fail "$summaries summary lines for $ranks ranks"
-    bad=$(grep "prophet: INFO summary comm" "$out" | sed -n 's/.* poller_busy_hz=\([0-9]*\).*/\1/p' |
+    bad=$(grep "prophet: .*INFO summary comm" "$out" | sed -n 's/.* poller_busy_hz=\([0-9]*\).*/\1/p' |
         awk -v max="$max" '$1 == 0 || $1 > max' | wc -l)
-    n=$(grep "prophet: INFO summary comm" "$out" | grep -c " poller_busy_hz=[0-9]")
+    n=$(grep "prophet: .*INFO summary comm" "$out" | grep -c " poller_busy_hz=[0-9]")
     [ "$n" -eq "$ranks" ] && [ "$bad" -eq 0 ] || fail "$bad rank(s) with the poller busy more" \
         "than $max times a second, or never ($n summaries with the figure)"
-    grep "prophet: INFO summary comm" "$out" |
+    grep "prophet: .*INFO summary comm" "$out" |
         sed -n 's/.*\(rank [0-9]*\/[0-9]*\).* \(poller_busy_hz=[0-9]*\).*/\1 \2/p' ;;
 *) fail "bad CHECK $check" ;;
 esac
@@ -175,7 +175,7 @@ case $plan in
 none) ;;
 agreed | held | trials)
     [ "$summaries" -eq "$ranks" ] || fail "$summaries summary lines for $ranks ranks"
-    bad=$(grep "prophet: INFO summary comm" "$out" | grep -Evc " plans=[1-9][0-9]* plan_rejects=0 ")
+    bad=$(grep "prophet: .*INFO summary comm" "$out" | grep -Evc " plans=[1-9][0-9]* plan_rejects=0 ")
     [ "$bad" -eq 0 ] || fail "$bad rank(s) agreed no plan or rejected one (summary: plans, plan_rejects)"
     python3 "$(dirname "$0")/check_plan.py" "$logs" "$ranks" "$plan" >"$out.plan" 2>&1 ||
         { cat "$out.plan"; rm -f "$out.plan"; fail "the plan check failed"; }

@@ -47,7 +47,7 @@ def main():
             print("FAIL: prophet-emu exited %d" % p.returncode)
             print("\n".join(out.splitlines()[-30:]))
             return 1
-        rounds = [l.split("prophet: INFO ", 1)[1] for l in out.splitlines()
+        rounds = [l.split(" INFO ", 1)[1] for l in out.splitlines()
                   if re.search(r"trial round \d+: (.* kept|candidates)", l) and "rank" not in l]
         for l in dict.fromkeys(rounds):
             print("  " + l)

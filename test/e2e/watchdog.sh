@@ -21,7 +21,7 @@ fail() { echo "FAIL: $*"; for f in "$tmp"/*.out; do echo "---- $f (tail)"; tail 
 run "$tmp/plain.out" || fail "the run without the watchdog failed"
 run "$tmp/watchdog.out" --watchdog-us 100 || fail "the run with the watchdog failed"
 summary() { # the block counts per rank, sorted by rank
-    grep "prophet: INFO summary comm" "$1" |
+    grep "prophet: .*INFO summary comm" "$1" |
         sed -n 's/.*rank \([0-9]*\)\/[0-9]*: calls=\([0-9]*\) scheduled=\([0-9]*\) .* blocks=\([0-9]*\) blocks>1=\([0-9]*\) mean_members=\([0-9.]*\) .*/rank \1 calls=\2 scheduled=\3 blocks=\4 blocks>1=\5 mean=\6/p' |
         sort
 }

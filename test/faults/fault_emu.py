@@ -28,7 +28,7 @@ def fail(msg, out=""):
     print("FAIL: " + msg)
     if out:
         lines = out.splitlines()
-        first = [l for l in lines if l.startswith(("prophet-emu:", "emu-nccl:", "prophet: WARN"))]
+        first = [l for l in lines if l.startswith(("prophet-emu:", "emu-nccl:")) or re.match(r"prophet: \S+ (\[\d+\] )?WARN ", l)]
         print("---- first error lines")
         print("\n".join(first[:15]))
         print("---- output (tail)")
@@ -69,7 +69,7 @@ def run_emu(build, profdir, kv, extra, timeout):
         j = None
     os.unlink(js)
     # the preload's TRACE lines are many; keep the rest
-    out = "\n".join(l for l in p.stdout.splitlines() if not l.startswith("prophet: TRACE"))
+    out = "\n".join(l for l in p.stdout.splitlines() if not re.match(r"prophet: \S+ (\[\d+\] )?TRACE ", l))
     return p.returncode, out, j, dt
 
 
@@ -93,7 +93,7 @@ def check_summaries(kv, out):
     """With the preload every rank prints its summary line at exit."""
     if kv.get("preload", "1") != "1":
         return
-    n = len(re.findall(r"prophet: INFO summary comm", out))
+    n = len(re.findall(r"prophet: .*INFO summary comm", out))
     if n != int(kv.get("ranks", "4")):
         fail("%d preload summary lines for %s ranks" % (n, kv.get("ranks", "4")), out)
     if re.search(r"plan_rejects=[1-9]", out):
@@ -153,7 +153,7 @@ def case_change(build, profdir, kv):
         check_held(kv, "at the change", held, out)
     if kv.get("preload", "1") == "1":
         lines = out.splitlines()
-        plan = re.compile(r"prophet: INFO comm \d+ iteration \d+: plan v\d+ agreed \(\w+, (\d+) calls")
+        plan = re.compile(r"prophet: .*INFO comm \d+ iteration \d+: plan v\d+ agreed \(\w+, (\d+) calls")
         old = [i for i, l in enumerate(lines) if (m := plan.search(l)) and int(m.group(1)) == n_new + 1]
         if not old:
             fail("no plan for the old sequence (%d calls) was agreed before the change" % (n_new + 1), out)

@@ -12,7 +12,7 @@ PROPHET_DEBUG=TRACE LD_PRELOAD="${PRELOAD_PREFIX:-}${PRELOAD_PREFIX:+ }$lib" "$p
     { cat "$out"; echo "FAIL: the program exited $rc"; exit 1; }
 fail() { echo "FAIL: $*"; echo "---- output (head)"; head -n 20 "$out"; exit 1; }
 for re in \
-    'prophet: TRACE dlsym\(cuGetProcAddress_v2\): wrapper' \
+    'prophet: .*TRACE dlsym\(cuGetProcAddress_v2\): wrapper' \
     'cuGetProcAddress\(cuGetProcAddress, version [0-9]+, flags 0\): wrapper cuGetProcAddress_v2 ' \
     'cuGetProcAddress\(cuEventRecord, version [0-9]+, flags 0\): wrapper cuEventRecord ' \
     'cuGetProcAddress\(cuEventRecord, version [0-9]+, flags 2\): wrapper cuEventRecord_ptsz ' \

@@ -35,7 +35,7 @@ echo "$checks" | while IFS= read -r c; do
         got=$(grep -Ec -- "$re" "$out")
         [ "$got" -eq "$n" ] || { echo "expected $n lines matching '$re', got $got"; exit 1; } ;;
     \>*) ab=${c#>}; a=${ab%%>>*}; b=${ab#*>>}
-        awk -v a="$a" -v b="$b" '/^prophet: INFO (no )?eBPF throughput|^libbpf: / { next }
+        awk -v a="$a" -v b="$b" '/^prophet: .*INFO (no )?eBPF throughput|^libbpf: / { next }
             p && $0 ~ b { f = 1 } { p = ($0 ~ a) } END { exit !f }' "$out" ||
             { echo "no line matching '$a' followed by one matching '$b'"; exit 1; } ;;
     esac
