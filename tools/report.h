@@ -64,6 +64,8 @@ void rep_free(rep_log_t *log);
 /* The job's step of a preload iteration (the nearest logged one's, moved by the difference), -1
  * when the log does not number steps. */
 int64_t rep_step_of(const rep_log_t *log, uint64_t iteration);
+/* The first and last step that a logged iteration begins; 0, or -1 when none does. */
+int rep_step_range(const rep_log_t *log, int64_t *first, int64_t *last);
 
 /* ---- statistics ----------------------------------------------------------------------- */
 typedef struct rep_iter_stats {

@@ -207,6 +207,8 @@ json_t *rep_json_rank(const rep_log_t *log, const rep_summary_t *s, const rep_ad
                       : json_null();
     const rep_iter_t *first = log->n_iters ? &log->iters[0] : NULL;
     const rep_iter_t *last = log->n_iters ? &log->iters[log->n_iters - 1] : NULL;
+    int64_t s0, s1;
+    rep_step_range(log, &s0, &s1);
     return json_pack(
         "{s:s, s:i, s:i, s:s, s:i, s:s, s:s, s:s, s:b, s:b, s:I, s:I, s:I, s:o, s:o, s:I, "
         "s:{s:o, s:o, s:i}, s:o, s:{s:o, s:o}, s:{s:o, s:o, s:i}, s:{s:o, s:o, s:o}, s:o, s:o, "
@@ -216,15 +218,14 @@ json_t *rep_json_rank(const rep_log_t *log, const rep_summary_t *s, const rep_ad
         log->policy, "gate", log->gate, "complete", log->complete, "recovered", log->recovered,
         "iterations", (json_int_t)log->n_iters, "first_iteration",
         (json_int_t)(first ? first->iteration : 0), "last_iteration",
-        (json_int_t)(last ? last->iteration : 0), "first_step",
-        jstep(first ? rep_step_of(log, first->iteration) : -1), "last_step",
-        jstep(last ? rep_step_of(log, last->iteration) : -1), "calls_dropped",
-        (json_int_t)log->calls_dropped, "iteration_time_us", "median", jnum(s->iter_median_us),
-        "p90", jnum(s->iter_p90_us), "samples", (int)s->iter_samples, "network_busy_fraction",
-        jnum(s->busy_fraction), "idle_gap_us", "median", jnum(s->idle_wait_median_us), "p90",
-        jnum(s->idle_wait_p90_us), "blocks", "per_iteration_median", jnum(s->blocks_median),
-        "members_mean", jnum(s->members_mean), "members_max", (int)s->members_max, "bandwidth",
-        "fitted_Bps", jnum(s->have_fit ? s->fit.bandwidth_Bps : NAN), "fitted_alpha_us",
+        (json_int_t)(last ? last->iteration : 0), "first_step", jstep(s0), "last_step", jstep(s1),
+        "calls_dropped", (json_int_t)log->calls_dropped, "iteration_time_us", "median",
+        jnum(s->iter_median_us), "p90", jnum(s->iter_p90_us), "samples", (int)s->iter_samples,
+        "network_busy_fraction", jnum(s->busy_fraction), "idle_gap_us", "median",
+        jnum(s->idle_wait_median_us), "p90", jnum(s->idle_wait_p90_us), "blocks",
+        "per_iteration_median", jnum(s->blocks_median), "members_mean", jnum(s->members_mean),
+        "members_max", (int)s->members_max, "bandwidth", "fitted_Bps",
+        jnum(s->have_fit ? s->fit.bandwidth_Bps : NAN), "fitted_alpha_us",
         jnum(s->have_fit ? s->fit.alpha_us : NAN), "block_median_Bps", jnum(s->observed_Bps),
         "net_model", net, "plans", json_plans(log), "advice", rep_json_advice(a));
 }

@@ -488,6 +488,20 @@ int64_t rep_step_of(const rep_log_t *log, uint64_t iteration)
     return -1;
 }
 
+int rep_step_range(const rep_log_t *log, int64_t *first, int64_t *last)
+{
+    *first = *last = -1;
+    for (size_t i = 0; i < log->n_iters; i++) {
+        const rep_iter_t *it = &log->iters[i];
+        if (it->step < 0 || !it->step_exact)
+            continue;
+        if (*first < 0)
+            *first = it->step;
+        *last = it->step;
+    }
+    return *first >= 0 ? 0 : -1;
+}
+
 static int cmp_iter(const void *a, const void *b)
 {
     const rep_iter_t *x = a, *y = b;

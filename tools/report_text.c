@@ -112,7 +112,9 @@ static void print_advice(const rep_advice_t *a, const char *label)
            a->n_calls, (double)a->total_bytes / (1024.0 * 1024.0));
     if (a->ranks_used > 1)
         printf(", latest readiness of %d ranks", a->ranks_used);
-    printf(") over %s (%s), alpha %.1f us:\n", x, net_source(a->net.source), a->net.alpha_us);
+    printf(") over %s (%s%s), alpha %.1f us:\n", x,
+           a->ranks_used > 1 ? "the ranks' median model, " : "", net_source(a->net.source),
+           a->net.alpha_us);
     ms(x, sizeof(x), a->bucket_us);
     ms(y, sizeof(y), a->bucket_default_us);
     printf("    PyTorch DDP     bucket_cap_mb=%g  predicts %s (default 25: %s)\n", a->bucket_mb, x,
@@ -300,9 +302,9 @@ void rep_text_rank(const rep_log_t *log, const rep_summary_t *s, const rep_advic
            rep_nccl_version(log->nccl_version, v, sizeof(v)), log->policy, log->gate);
     if (log->n_iters) {
         const rep_iter_t *a0 = &log->iters[0], *a1 = &log->iters[log->n_iters - 1];
+        int64_t s0, s1;
         printf("  iterations        %zu logged (", log->n_iters);
-        int64_t s0 = rep_step_of(log, a0->iteration), s1 = rep_step_of(log, a1->iteration);
-        if (s0 >= 0 && s1 >= 0)
+        if (rep_step_range(log, &s0, &s1) == 0)
             printf("steps %lld..%lld, ", (long long)s0, (long long)s1);
         printf("preload iterations %llu..%llu)\n", (unsigned long long)a0->iteration,
                (unsigned long long)a1->iteration);

@@ -370,9 +370,13 @@ def check_job_json(report, logdir, logs, last_step):
     if seg.get("last_step") != last or last != last_step:
         fail("last step: report %r, log %r, the job ran steps 0..%d" % (seg.get("last_step"),
                                                                       last, last_step))
-    for r in ranks:
+    for r, entry in zip(ranks, doc["logs"]):
         if steps_of(logs[r][1])[0] != st:
             fail("rank %d numbers the steps differently from rank %d" % (r, ranks[0]))
+        if entry["rank"] != r or entry["first_step"] != min(st.values()) or \
+                entry["last_step"] != last:
+            fail("--json logs[%d]: rank %r steps %r..%r" % (r, entry["rank"], entry["first_step"],
+                                                           entry["last_step"]))
     # the plans, once for the job, as every rank logged them, each marked
     plans = logs[ranks[0]][2]
     if not job["plans_agree"] or len(job["plans"]) != len(plans) or not plans:
