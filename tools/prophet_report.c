@@ -16,7 +16,8 @@ static const char usage_text[] =
     "    prophet-report - summarise the Prophet-for-NCCL schedule logs of a job\n"
     "\n"
     "SYNOPSIS\n"
-    "    prophet-report [--per-rank] [--json] [--svg OUT [--iteration N]] [--trace OUT]\n"
+    "    prophet-report [--per-rank] [--json] [--svg OUT [--step S | --iteration N]]\n"
+    "                   [--trace OUT]\n"
     "                   [--allow-truncated] DIR|LOG...\n"
     "\n"
     "DESCRIPTION\n"
@@ -73,6 +74,7 @@ static const char usage_text[] =
     "                        plan) and a late one, arrivals and readiness against the blocks on\n"
     "                        a time axis, as SVG; each panel's title names the job's step and\n"
     "                        the plan in force with its mark (trial, kept or fixed)\n"
+    "    --step S            the late iteration of --svg: the one that begins the job's step S\n"
     "    --iteration N       the late iteration of --svg, a preload iteration number (default:\n"
     "                        the last complete one)\n"
     "    --trace OUT         write every log as a Chrome trace (Trace Event Format; open it in\n"
@@ -100,7 +102,7 @@ static const char usage_text[] =
 typedef struct args {
     int json, allow_truncated, per_rank;
     const char *svg, *trace;
-    long long iteration;
+    long long iteration, step;
     char **logs;
     int n_logs;
 } args_t;
@@ -119,13 +121,14 @@ static int parse_args(int argc, char **argv, args_t *a)
     static const struct option opts[] = {{"json", no_argument, NULL, 'j'},
                                          {"svg", required_argument, NULL, 's'},
                                          {"iteration", required_argument, NULL, 'i'},
+                                         {"step", required_argument, NULL, 'S'},
                                          {"trace", required_argument, NULL, 't'},
                                          {"allow-truncated", no_argument, NULL, 'a'},
                                          {"per-rank", no_argument, NULL, 'r'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     memset(a, 0, sizeof(*a));
-    a->iteration = -1;
+    a->iteration = a->step = -1;
     opterr = 0;
     int c;
     while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -154,6 +157,15 @@ static int parse_args(int argc, char **argv, args_t *a)
             a->iteration = v;
             break;
         }
+        case 'S': {
+            char *end;
+            errno = 0;
+            long long v = strtoll(optarg, &end, 10);
+            if (errno || end == optarg || *end || v < 0)
+                return usage_error("--step needs a non-negative integer, not '%s'", optarg);
+            a->step = v;
+            break;
+        }
         case 'h':
             fputs(usage_text, stdout);
             return 1;
@@ -167,6 +179,8 @@ static int parse_args(int argc, char **argv, args_t *a)
         return usage_error("%s", "no LOG given");
     if (a->iteration >= 0 && !a->svg)
         return usage_error("%s", "--iteration only applies to --svg");
+    if (a->step >= 0 && (!a->svg || a->iteration >= 0))
+        return usage_error("%s", "--step only applies to --svg, without --iteration");
     a->logs = argv + optind;
     a->n_logs = argc - optind;
     return 0;
@@ -276,6 +290,24 @@ int main(int argc, char **argv)
         for (size_t i = 0; a.per_rank && i < good; i++) {
             putchar('\n');
             rep_text_rank(ptrs[i], &sums[i], &advs[i], job.plans_differ);
+        }
+    }
+    if (a.svg && a.step >= 0) {
+        a.iteration = -1;
+        for (size_t i = 0; i < ptrs[0]->n_iters; i++)
+            if (ptrs[0]->iters[i].step_exact && ptrs[0]->iters[i].step == a.step)
+                a.iteration = (long long)ptrs[0]->iters[i].iteration;
+        if (a.iteration < 0) {
+            int64_t s0, s1;
+            if (rep_step_range(ptrs[0], &s0, &s1) == 0)
+                fprintf(stderr,
+                        "prophet-report: %s: no logged iteration begins step %lld (the logged "
+                        "ones lie in steps %lld..%lld)\n",
+                        ptrs[0]->path, a.step, (long long)s0, (long long)s1);
+            else
+                fprintf(stderr, "prophet-report: %s: the log does not number the job's steps\n",
+                        ptrs[0]->path);
+            goto done;
         }
     }
     if (a.svg && rep_svg_write(ptrs[0], a.iteration, a.svg, err, sizeof(err)) != 0) {

@@ -129,7 +129,9 @@ def cmd_cli(report, log):
     if rc != 0 or "SYNOPSIS" not in out or "--svg" not in out or err:
         fail("--help: exit %d" % rc)
     for args in (["--bogus", log], ["--svg"], [], ["--iteration", "x", "--svg", "o.svg", log],
-                 ["--iteration", "3", log], ["-z", log], ["--trace"]):
+                 ["--iteration", "3", log], ["-z", log], ["--trace"], ["--step", "3", log],
+                 ["--step", "x", "--svg", "o.svg", log],
+                 ["--step", "3", "--iteration", "3", "--svg", "o.svg", log]):
         expect_one_line_error([report] + args, 2, "prophet-report", "args %r" % args)
     expect_one_line_error([report, "/nonexistent/prophet-rank0.json"], 1,
                           "/nonexistent/prophet-rank0.json", "missing file")
@@ -454,6 +456,24 @@ def check_job_svg(report, logdir, outdir, logs, name="job.svg"):
             fail("SVG panel title %r does not name step %d" % (title, st[it]))
 
 
+def check_job_svg_step(report, logdir, outdir, logs):
+    st, _ = steps_of(logs[min(logs)][1])
+    it, step = max(st.items())
+    svg = os.path.join(outdir, "step.svg")
+    rc, _, err = run([report, "--svg", svg, "--step", str(step), logdir])
+    if rc != 0:
+        fail("--svg --step %d: exit %d: %s" % (step, rc, err.strip()))
+        return
+    ns = "{http://www.w3.org/2000/svg}"
+    titles = ["".join(g.find(ns + "text").itertext()) for g in ET.parse(svg).getroot().iter(ns + "g")
+              if g.get("class") == "panel"]
+    if not titles or not titles[-1].startswith("step %d (iteration %d)" % (step, it)):
+        fail("--svg --step %d: late panel %r" % (step, titles[-1:]))
+    rc, _, err = run([report, "--svg", svg, "--step", "999999", logdir])
+    if rc != 1 or "step 999999" not in err:
+        fail("--svg --step 999999: exit %d: %s" % (rc, err.strip()))
+
+
 def check_job_trace(report, logdir, outdir, logs):
     trace = os.path.join(outdir, "job.trace.json")
     rc, _, err = run([report, "--trace", trace, logdir])
@@ -613,6 +633,7 @@ def cmd_job(report, schema, logdir, outdir, last_step):
     check_job_json(report, logdir, logs, last_step)
     check_job_text(report, logdir, logs)
     check_job_svg(report, logdir, outdir, logs)
+    check_job_svg_step(report, logdir, outdir, logs)
     check_job_trace(report, logdir, outdir, logs)
     check_job_bad_inputs(report, logdir, outdir, logs)
     check_job_kept(report, logdir, outdir, logs)
