@@ -1,5 +1,6 @@
 /* Fuzz target: prophet-report's log reader (tools/report_load.c) and the summary, advice and job
- * summary built from what it accepts. Invariants: never crashes; a rejected log leaves a one-line error. */
+ * summary built from what it accepts. Invariants: never crashes; a rejected log leaves a one-line
+ * error. */
 #define _GNU_SOURCE
 #include "../../tools/report.h"
 
