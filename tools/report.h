@@ -146,9 +146,12 @@ typedef struct rep_job {
     rep_spread_t probe_Bps;  /* the eBPF probe's latest reading */
     rep_spread_t fitted_Bps; /* prophet-report's fit over the logged blocks */
     char model_source[16];   /* the lowest rank's model source */
-    const rep_log_t *ref;    /* the lowest rank's log: plans, trials and steps shown */
-    int plans_differ;        /* some rank's plans differ from ref's */
+    /* the log whose plans, trials and steps are shown: the lowest rank of those with most plans */
+    const rep_log_t *ref;
+    int plans_differ; /* some rank's plans differ from ref's */
     int differ_rank;
+    int short_rank; /* a rank that logged only the first short_plans of ref's (-1) */
+    size_t short_plans;
     /* steps: step = iteration - step_offset for the iterations of ref from first_iter on */
     int have_steps, offset_constant;
     long long step_offset;

@@ -50,11 +50,12 @@ static int same_plan(const rep_plan_t *a, const rep_plan_t *b)
            a->chosen_us == b->chosen_us;
 }
 
+/* 1 when b's plans are a's (or the first of them: a log that ends earlier). */
 static int same_plans(const rep_log_t *a, const rep_log_t *b)
 {
-    if (a->n_plans != b->n_plans)
+    if (b->n_plans > a->n_plans)
         return 0;
-    for (size_t i = 0; i < a->n_plans; i++)
+    for (size_t i = 0; i < b->n_plans; i++)
         if (!same_plan(&a->plans[i], &b->plans[i]))
             return 0;
     return 1;
@@ -158,14 +159,21 @@ int rep_job_build(rep_log_t *const *logs, const rep_summary_t *sums, size_t n, r
     double *v = malloc(n * sizeof(*v));
     if (!v)
         return -1;
+    /* the plans shown: the lowest rank's among those that logged the most */
     j->ref = logs[0];
-    j->differ_rank = -1;
+    for (size_t k = 1; k < n; k++)
+        if (logs[k]->n_plans > j->ref->n_plans)
+            j->ref = logs[k];
+    j->differ_rank = j->short_rank = -1;
     for (size_t k = 0; k < n; k++) {
         if (logs[k]->nranks > j->nranks)
             j->nranks = logs[k]->nranks;
-        if (!j->plans_differ && !same_plans(logs[0], logs[k])) {
+        if (!j->plans_differ && !same_plans(j->ref, logs[k])) {
             j->plans_differ = 1;
             j->differ_rank = logs[k]->rank;
+        } else if (j->short_rank < 0 && logs[k]->n_plans < j->ref->n_plans) {
+            j->short_rank = logs[k]->rank;
+            j->short_plans = logs[k]->n_plans;
         }
     }
     for (size_t k = 0; k < n; k++)

@@ -279,6 +279,10 @@ void rep_text_job(const rep_job_t *j, rep_log_t *const *logs, size_t n, const re
         printf("  plans             DIFFER between ranks (rank %d's are not rank %d's): see "
                "--per-rank; rank %d's:\n",
                j->differ_rank, ref->rank, ref->rank);
+    else if (ref->n_plans && j->short_rank >= 0)
+        printf("  plans             %zu, the same on every rank (rank %d's log holds only the "
+               "first %zu: it ends earlier):\n",
+               ref->n_plans, j->short_rank, j->short_plans);
     else if (ref->n_plans)
         printf("  plans             %zu, the same on every rank:\n", ref->n_plans);
     print_plans(ref, "    ");

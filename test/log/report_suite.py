@@ -604,6 +604,18 @@ def check_job_kept(report, logdir, outdir, logs):
     marks = [e["args"]["mark"] for e in ev if e["pid"] == r0 and e.get("cat") == "plan"]
     if marks != ["trial", "kept"]:
         fail("kept trace: plan markers %r, want trial then kept" % marks)
+    # one rank's log ends before its last plan: the same plans, that rank named
+    path = os.path.join(tmp, "prophet-rank%d.json" % max(logs))
+    doc = json.load(open(path))
+    last_plan = [i for i, x in enumerate(doc["records"]) if x["kind"] == "plan"][-1]
+    del doc["records"][last_plan]
+    write_log(path, doc)
+    rc, out, _ = run([report, tmp])
+    rc2, out2, _ = run([report, "--json", tmp])
+    if "rank %d's log holds only the first 1" % max(logs) not in out or \
+            not json.loads(out2)["job"]["plans_agree"] or "kept              plan v" not in out:
+        fail("a rank whose log ends before the last plan: %r" %
+             [l for l in out.splitlines() if "plans" in l or "kept" in l])
     # one rank's plans differ: said, and that rank named
     doc = json.load(open(os.path.join(tmp, "prophet-rank%d.json" % max(logs))))
     for x in doc["records"]:
