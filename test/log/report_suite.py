@@ -391,8 +391,16 @@ def check_job_json(report, logdir, logs, last_step):
             fail("plan v%d: %r against the log's %r" % (lp["version"], jp, lp))
     if not isinstance(job["trials"], list) or not isinstance(job["advice"], dict):
         fail("--json lacks trials or advice")
-    if job["advice"].get("available") and job["advice"].get("ranks_used") != len(ranks):
-        fail("job advice from %r ranks, want %d" % (job["advice"].get("ranks_used"), len(ranks)))
+    adv = job["advice"]
+    if not adv.get("available") or adv.get("ranks_used") != len(ranks):
+        fail("job advice %r, want one from %d ranks" % (adv, len(ranks)))
+    else:
+        # one setting for the job: simulated over the median of the ranks' network models
+        bw = [[n for n in logs[r][3] if n["source"] != "default" and n["bandwidth_Bps"]][-1]
+              ["bandwidth_Bps"] for r in ranks]
+        close(adv["net"]["bandwidth_Bps"], median(bw), "the job advice's network")
+        if adv["profile"] != "job" or adv["ddp"]["bucket_cap_mb"] <= 0:
+            fail("job advice: profile %r, bucket %r" % (adv["profile"], adv["ddp"]))
     return doc
 
 
