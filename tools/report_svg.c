@@ -120,8 +120,8 @@ static int panel(FILE *f, const rep_log_t *log, const rep_iter_t *it, double spa
     rep_iter_name(log, it->iteration, name, sizeof(name));
     if (plan && plan->trial == 1)
         snprintf(title, sizeof(title),
-                 "%s, %s: TRIAL plan v%u (%s, %u blocks), timed in trial "
-                 "round %lld, not kept",
+                 "%s, %s: TRIAL plan v%u (%s, %u blocks), a candidate timed in trial "
+                 "round %lld",
                  name, role, plan->version, plan->candidate, plan->n_blocks, plan->round);
     else if (plan && plan->trial == 2)
         snprintf(title, sizeof(title),
