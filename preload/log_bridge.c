@@ -134,6 +134,12 @@ void prophet_logb_sample(prophet_comm_t *c, const prophet_log_sample_t *s)
         prophet_log_sample(c->log, s);
 }
 
+void prophet_logb_observed(prophet_comm_t *c, uint64_t iteration, uint64_t bytes, int flags)
+{
+    if (c->log)
+        prophet_log_observed(c->log, iteration, bytes, (flags & PROPHET_LEARN_ITER_START) != 0);
+}
+
 void prophet_logb_close(prophet_comm_t *c)
 {
     if (c->log)

@@ -12,6 +12,8 @@ void prophet_logb_profile(prophet_comm_t *c);
 void prophet_logb_plan(prophet_comm_t *c, uint64_t from_iter, const prophet_plan_t *p);
 void prophet_logb_net(prophet_comm_t *c, double probe_Bps);
 void prophet_logb_sample(prophet_comm_t *c, const prophet_log_sample_t *s);
+/* A call the learner placed in the iteration (flags: its PROPHET_LEARN_*): the job's step count. */
+void prophet_logb_observed(prophet_comm_t *c, uint64_t iteration, uint64_t bytes, int flags);
 void prophet_logb_close(prophet_comm_t *c);
 
 #endif

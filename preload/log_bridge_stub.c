@@ -37,6 +37,11 @@ void prophet_logb_sample(prophet_comm_t *c, const prophet_log_sample_t *s)
     (void)c, (void)s;
 }
 
+void prophet_logb_observed(prophet_comm_t *c, uint64_t iteration, uint64_t bytes, int flags)
+{
+    (void)c, (void)iteration, (void)bytes, (void)flags;
+}
+
 void prophet_logb_close(prophet_comm_t *c)
 {
     c->log = NULL;

@@ -161,6 +161,8 @@ static int prophet_observe(prophet_comm_t *c, prophet_call_t *k, int64_t ready_u
         c->loop.iter_clean = 0;
         return flags;
     }
+    /* the log numbers the job's steps by the bytes before each iteration start */
+    prophet_logb_observed(c, k->iteration, sig.bytes, flags);
     /* comm_id is left out of the agreed hash: InitAll gives one process's ranks different ids */
     sig.comm_id = 0;
     if (k->index != UINT32_MAX && c->order.seq_n < PROPHET_MAX_CALLS)

@@ -12,6 +12,9 @@
 
 typedef struct rep_iter {
     uint64_t iteration;
+    int64_t bytes_before;      /* logged: bytes before its first call (-1 unknown) */
+    int64_t step;              /* the job's step it begins in (-1 unknown) */
+    int step_exact;            /* it begins where the step does (else: numbered while learning) */
     prophet_log_call_t *calls; /* sorted by index, then comm */
     size_t n;
 } rep_iter_t;
@@ -51,11 +54,18 @@ typedef struct rep_log {
     size_t n_plans;
     rep_iter_t *iters; /* merged by iteration number, ascending */
     size_t n_iters;
+    int64_t period_bytes; /* bytes of one iteration (0 unknown) */
+    int have_steps;       /* some iteration has its job step */
 } rep_log_t;
 
 /* Reads and validates a log. 0, or -1 with a one-line reason in err (without the file name). */
 int rep_load(const char *path, int allow_truncated, rep_log_t *out, char *err, size_t errlen);
 void rep_free(rep_log_t *log);
+/* The job's step of a preload iteration (the nearest logged one's, moved by the difference), -1
+ * when the log does not number steps. */
+int64_t rep_step_of(const rep_log_t *log, uint64_t iteration);
+/* The first and last step that a logged iteration begins; 0, or -1 when none does. */
+int rep_step_range(const rep_log_t *log, int64_t *first, int64_t *last);
 
 /* ---- statistics ----------------------------------------------------------------------- */
 typedef struct rep_iter_stats {
@@ -99,9 +109,104 @@ typedef struct rep_advice {
     uint64_t fusion_bytes;
     double cycle_ms, fusion_us, fusion_default_us;
     double prophet_us, optimal_us, passthrough_us;
+    int ranks_used; /* rep_advise_job: the ranks whose profiles made the job's */
 } rep_advice_t;
 
 void rep_advise(const rep_log_t *log, const rep_summary_t *sum, rep_advice_t *out);
+/* One piece of advice for the job: a gradient's all-reduce can start only when every rank has it,
+ * so the job's profile takes each call's latest readiness over the ranks (the ranks whose call
+ * sequence matches the lowest rank's), and the network is the median of the ranks' models. */
+void rep_advise_job(rep_log_t *const *logs, const rep_summary_t *sums, size_t n, rep_advice_t *out);
+
+/* ---- the job ------------------------------------------------------------------------------ */
+typedef struct rep_spread {
+    size_t n;                /* ranks with a figure */
+    double min, median, max; /* over those ranks; NaN when n == 0 */
+    int min_rank, max_rank;
+} rep_spread_t;
+
+/* A trial round as the plans record it: the candidates timed and the one kept. */
+#define REP_MAX_TIMED 16
+typedef struct rep_round {
+    long long round;
+    size_t n_timed;
+    struct {
+        char candidate[24];
+        long long samples, median_us;
+    } timed[REP_MAX_TIMED];
+    const rep_plan_t *kept; /* the "chosen" plan of the round, or NULL (still trying) */
+} rep_round_t;
+
+typedef struct rep_job {
+    size_t n_logs;
+    int nranks;             /* the largest meta.nranks */
+    rep_spread_t iter_us;   /* the ranks' median iteration times */
+    rep_spread_t model_Bps; /* the preload's network model (latest net record) */
+    rep_spread_t model_alpha_us;
+    rep_spread_t probe_Bps;  /* the eBPF probe's latest reading */
+    rep_spread_t fitted_Bps; /* prophet-report's fit over the logged blocks */
+    char model_source[16];   /* the lowest rank's model source */
+    /* the log whose plans, trials and steps are shown: the lowest rank of those with most plans */
+    const rep_log_t *ref;
+    int plans_differ; /* some rank's plans differ from ref's */
+    int differ_rank;
+    int short_rank; /* a rank that logged only the first short_plans of ref's (-1) */
+    size_t short_plans;
+    /* steps: step = iteration - step_offset for the iterations of ref from first_iter on */
+    int have_steps, offset_constant;
+    long long step_offset;
+    uint64_t first_iter, last_iter; /* ref's iterations that carry a step */
+    int64_t first_step, last_step;
+    size_t n_learning; /* ref's iterations numbered while the preload learned (no step) */
+    uint64_t learning_first, learning_last;
+    /* trials */
+    rep_round_t *rounds;
+    size_t n_rounds;
+    const rep_plan_t *kept;         /* the last plan a round kept, or NULL */
+    const rep_plan_t *last;         /* the last plan */
+    double kept_us, passthrough_us; /* measured (trial figures), NaN unknown */
+    long long passthrough_round;
+    rep_advice_t advice;
+} rep_job_t;
+
+/* logs sorted by rank; sums their summaries. 0 or -1 (out of memory). */
+int rep_job_build(rep_log_t *const *logs, const rep_summary_t *sums, size_t n, rep_job_t *out);
+void rep_job_free(rep_job_t *job);
+const char *rep_plan_mark(const rep_plan_t *p); /* "trial", "kept" or "fixed" */
+
+/* ---- inputs: DIR and FILE arguments ----------------------------------------------------- */
+typedef struct rep_problem {
+    char *path, *error;
+} rep_problem_t;
+
+typedef struct rep_inputs {
+    char **logs; /* the files to read, in argument order (a DIR's sorted by rank) */
+    size_t n_logs;
+    char **traces; /* *.trace.json skipped */
+    size_t n_traces;
+    rep_problem_t *problems; /* arguments or files that gave no log */
+    size_t n_problems;
+} rep_inputs_t;
+
+/* Expands the arguments. 0, or -1 when out of memory. */
+int rep_inputs_expand(char *const *args, size_t n, rep_inputs_t *in);
+/* Records (and prints, one line on stderr) a path that gave no log. */
+void rep_inputs_problem(rep_inputs_t *in, const char *path, const char *error);
+void rep_inputs_free(rep_inputs_t *in);
+
+/* ---- text and JSON ------------------------------------------------------------------------ */
+void rep_text_job(const rep_job_t *j, rep_log_t *const *logs, size_t n, const rep_inputs_t *in);
+/* One rank's detail; its plans only when show_plans (they differ from the job's). */
+void rep_text_rank(const rep_log_t *log, const rep_summary_t *s, const rep_advice_t *a,
+                   int show_plans);
+json_t *rep_json_job(const rep_job_t *j, rep_log_t *const *logs, const rep_summary_t *sums,
+                     size_t n);
+json_t *rep_json_rank(const rep_log_t *log, const rep_summary_t *s, const rep_advice_t *a);
+json_t *rep_json_advice(const rep_advice_t *a);
+/* "step S (iteration I)" when the log numbers steps, else "iteration I". */
+const char *rep_iter_name(const rep_log_t *log, uint64_t iteration, char *buf, size_t len);
+/* NCCL's version as x.y.z (a bare version code such as 22809 is converted). */
+const char *rep_nccl_version(const char *v, char *buf, size_t len);
 
 /* ---- outputs ------------------------------------------------------------------------------ */
 /* SVG of an early and a late iteration. iteration < 0: pick automatically. 0 or -1 + err. */

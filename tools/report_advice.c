@@ -115,7 +115,7 @@ static double simulate(const prophet_planner_opts_t *po, const prophet_profile_t
     return r.iteration_us;
 }
 
-static void search(const rep_log_t *log, const prophet_profile_t *p, rep_advice_t *a)
+static void search(int nranks, const prophet_profile_t *p, rep_advice_t *a)
 {
     static const double bucket_mb[] = {25, 1, 2, 4, 5, 8, 10, 16, 20, 32, 50, 64, 100, 128, 256};
     static const double fusion_mb[] = {64, 1, 2, 4, 8, 16, 32, 128, 256};
@@ -125,7 +125,7 @@ static void search(const rep_log_t *log, const prophet_profile_t *p, rep_advice_
         snprintf(a->why, sizeof(a->why), "out of memory");
         return;
     }
-    prophet_planner_opts_t po = {.ranks = (uint32_t)(log->nranks > 0 ? log->nranks : 1)};
+    prophet_planner_opts_t po = {.ranks = (uint32_t)(nranks > 0 ? nranks : 1)};
     a->bucket_us = INFINITY;
     po.policy = PROPHET_POLICY_BUCKETS;
     for (size_t i = 0; i < sizeof(bucket_mb) / sizeof(*bucket_mb); i++) {
@@ -168,24 +168,144 @@ static void search(const rep_log_t *log, const prophet_profile_t *p, rep_advice_
 }
 #endif
 
-void rep_advise(const rep_log_t *log, const rep_summary_t *sum, rep_advice_t *a)
+static void advice_init(rep_advice_t *a)
 {
     memset(a, 0, sizeof(*a));
     a->bucket_us = a->fusion_us = a->prophet_us = a->optimal_us = a->passthrough_us = NAN;
     a->bucket_default_us = a->fusion_default_us = NAN;
+}
+
+/* The logged profile (1), one rebuilt from the iterations (0), or -1. */
+static int rank_profile(const rep_log_t *log, const rep_summary_t *sum, prophet_profile_t *p)
+{
+    if (log->profile && log->profile->n_calls > 0) {
+        memcpy(p, log->profile, sizeof(*p));
+        return 1;
+    }
+    return profile_from_iterations(log, sum, p) == 0 ? 0 : -1;
+}
+
+static void advise_profile(int nranks, const prophet_profile_t *p, rep_advice_t *a)
+{
+#ifdef PROPHET_REPORT_HAVE_SCHED
+    search(nranks, p, a);
+#else
+    (void)nranks, (void)p;
+    snprintf(a->why, sizeof(a->why), "prophet-report was built without the sched library");
+#endif
+}
+
+static int same_calls(const prophet_profile_t *a, const prophet_profile_t *b)
+{
+    if (a->n_calls != b->n_calls)
+        return 0;
+    for (uint32_t i = 0; i < a->n_calls; i++)
+        if (a->sig[i].bytes != b->sig[i].bytes)
+            return 0;
+    return 1;
+}
+
+static int cmp_dbl(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : (a > b);
+}
+
+static double median_of(double *v, size_t n)
+{
+    qsort(v, n, sizeof(*v), cmp_dbl);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+void rep_advise_job(rep_log_t *const *logs, const rep_summary_t *sums, size_t n, rep_advice_t *a)
+{
+    advice_init(a);
+    prophet_profile_t *job = malloc(sizeof(*job)), *p = malloc(sizeof(*p));
+    double *bw = calloc(n + 1, sizeof(*bw)), *alpha = calloc(n + 1, sizeof(*alpha));
+    size_t nb = 0;
+    int nranks = 1, have = 0;
+    if (!job || !p || !bw || !alpha) {
+        snprintf(a->why, sizeof(a->why), "out of memory");
+        goto out;
+    }
+    a->profile_from_log = 1;
+    for (size_t k = 0; k < n; k++) {
+        prophet_net_t net;
+        int from = rank_profile(logs[k], &sums[k], p);
+        if (logs[k]->nranks > nranks)
+            nranks = logs[k]->nranks;
+        if (from < 0 || (have && !same_calls(job, p)))
+            continue;
+        if (!have) {
+            memcpy(job, p, sizeof(*job));
+            have = 1;
+        } else {
+            for (uint32_t i = 0; i < job->n_calls; i++) {
+                if (p->ready_us[i] > job->ready_us[i])
+                    job->ready_us[i] = p->ready_us[i];
+                if (p->spread_us[i] > job->spread_us[i])
+                    job->spread_us[i] = p->spread_us[i];
+            }
+            if (p->iteration_us > job->iteration_us)
+                job->iteration_us = p->iteration_us;
+        }
+        a->profile_from_log &= from == 1;
+        a->ranks_used++;
+        if (pick_net(logs[k], &sums[k], &net) == 0) {
+            if (nb == 0)
+                a->net.source = net.source;
+            bw[nb] = net.bandwidth_Bps;
+            alpha[nb++] = net.alpha_us;
+        }
+    }
+    if (!have) {
+        snprintf(a->why, sizeof(a->why),
+                 "no learned profile and no complete iteration in the logs");
+        goto out;
+    }
+    if (nb == 0) {
+        snprintf(a->why, sizeof(a->why), "no network model and no timed block in the logs");
+        goto out;
+    }
+    a->net.bandwidth_Bps = median_of(bw, nb);
+    a->net.alpha_us = median_of(alpha, nb);
+#ifdef PROPHET_REPORT_HAVE_SCHED
+    if (job->n_calls > 0 &&
+        prophet_steps_detect(job->ready_us, job->n_calls, 2.0, job->steps, &job->n_steps) != 0)
+#endif
+    {
+        job->n_steps = 1;
+        job->steps[0] = (prophet_step_t){0, job->n_calls ? job->n_calls - 1 : 0,
+                                         job->n_calls ? job->ready_us[job->n_calls - 1] : 0, 0};
+    }
+    job->backward_us = 0;
+    a->n_calls = job->n_calls;
+    for (uint32_t i = 0; i < job->n_calls; i++)
+        a->total_bytes += job->sig[i].bytes;
+    advise_profile(nranks, job, a);
+out:
+    free(job);
+    free(p);
+    free(bw);
+    free(alpha);
+}
+
+void rep_advise(const rep_log_t *log, const rep_summary_t *sum, rep_advice_t *a)
+{
+    advice_init(a);
     prophet_profile_t *p = malloc(sizeof(*p));
     if (!p) {
         snprintf(a->why, sizeof(a->why), "out of memory");
         return;
     }
-    if (log->profile && log->profile->n_calls > 0) {
-        memcpy(p, log->profile, sizeof(*p));
-        a->profile_from_log = 1;
-    } else if (profile_from_iterations(log, sum, p) != 0) {
+    int from = rank_profile(log, sum, p);
+    if (from < 0) {
         snprintf(a->why, sizeof(a->why), "no learned profile and no complete iteration in the log");
         free(p);
         return;
     }
+    a->profile_from_log = from;
+    a->ranks_used = 1;
     a->n_calls = p->n_calls;
     for (uint32_t i = 0; i < p->n_calls; i++)
         a->total_bytes += p->sig[i].bytes;
@@ -194,10 +314,6 @@ void rep_advise(const rep_log_t *log, const rep_summary_t *sum, rep_advice_t *a)
         free(p);
         return;
     }
-#ifdef PROPHET_REPORT_HAVE_SCHED
-    search(log, p, a);
-#else
-    snprintf(a->why, sizeof(a->why), "prophet-report was built without the sched library");
-#endif
+    advise_profile(log->nranks, p, a);
     free(p);
 }

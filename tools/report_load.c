@@ -355,10 +355,13 @@ static rep_iter_t *find_iter(rep_log_t *log, uint64_t iteration)
 
 static int load_iteration(ctx_t *c, json_t *r, const char *where, rep_log_t *log)
 {
-    long long it, dropped;
+    long long it, dropped, before = -1;
     int rc = 0;
     if (get_int(c, r, where, "iteration", 0, TIME_MAX, &it) ||
         get_int(c, r, where, "dropped_total", 0, TIME_MAX, &dropped))
+        return -1;
+    if (json_object_get(r, "bytes_before") &&
+        get_int(c, r, where, "bytes_before", 0, TIME_MAX, &before))
         return -1;
     json_t *calls = get_array(c, r, where, "calls", &rc);
     if (!calls)
@@ -374,7 +377,10 @@ static int load_iteration(ctx_t *c, json_t *r, const char *where, rep_log_t *log
         ri = &v[log->n_iters++];
         memset(ri, 0, sizeof(*ri));
         ri->iteration = (uint64_t)it;
+        ri->bytes_before = ri->step = -1;
     }
+    if (ri->bytes_before < 0)
+        ri->bytes_before = before;
     size_t n = json_array_size(calls);
     if (ri->n + n > PROPHET_MAX_CALLS * 64)
         return fail(c, "%s.calls: too many calls in iteration %lld", where, it);
@@ -424,6 +430,76 @@ static int load_records(ctx_t *c, json_t *root, rep_log_t *log)
             return rc;
     }
     return 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : (x > y);
+}
+
+/* The job's step of each iteration: its bytes_before over the bytes of one iteration (the median
+ * difference between consecutive iteration starts, else the learned profile's bytes). */
+static void number_steps(rep_log_t *log)
+{
+    int64_t *d = malloc((log->n_iters + 1) * sizeof(*d));
+    size_t n = 0;
+    if (!d)
+        return;
+    for (size_t i = 0; i + 1 < log->n_iters; i++) {
+        const rep_iter_t *a = &log->iters[i], *b = &log->iters[i + 1];
+        if (b->iteration == a->iteration + 1 && a->bytes_before >= 0 &&
+            b->bytes_before > a->bytes_before)
+            d[n++] = b->bytes_before - a->bytes_before;
+    }
+    if (n) {
+        qsort(d, n, sizeof(*d), cmp_i64);
+        log->period_bytes = d[n / 2];
+    } else if (log->profile) {
+        for (uint32_t k = 0; k < log->profile->n_calls; k++)
+            log->period_bytes += (int64_t)log->profile->sig[k].bytes;
+    }
+    free(d);
+    for (size_t i = 0; i < log->n_iters; i++) {
+        rep_iter_t *it = &log->iters[i];
+        it->step = prophet_log_step_of(it->bytes_before, log->period_bytes, &it->step_exact);
+        log->have_steps |= it->step >= 0 && it->step_exact;
+    }
+}
+
+int64_t rep_step_of(const rep_log_t *log, uint64_t iteration)
+{
+    const rep_iter_t *below = NULL, *above = NULL;
+    for (size_t i = 0; i < log->n_iters; i++) {
+        const rep_iter_t *it = &log->iters[i];
+        if (it->iteration == iteration && (it->step < 0 || !it->step_exact))
+            return -1; /* numbered while the preload learned: no step of its own */
+        if (it->step < 0 || !it->step_exact)
+            continue;
+        if (it->iteration <= iteration)
+            below = it;
+        else if (!above)
+            above = it;
+    }
+    if (below)
+        return below->step + (int64_t)(iteration - below->iteration);
+    if (above && above->step >= (int64_t)(above->iteration - iteration))
+        return above->step - (int64_t)(above->iteration - iteration);
+    return -1;
+}
+
+int rep_step_range(const rep_log_t *log, int64_t *first, int64_t *last)
+{
+    *first = *last = -1;
+    for (size_t i = 0; i < log->n_iters; i++) {
+        const rep_iter_t *it = &log->iters[i];
+        if (it->step < 0 || !it->step_exact)
+            continue;
+        if (*first < 0)
+            *first = it->step;
+        *last = it->step;
+    }
+    return *first >= 0 ? 0 : -1;
 }
 
 static int cmp_iter(const void *a, const void *b)
@@ -567,6 +643,7 @@ int rep_load(const char *path, int allow_truncated, rep_log_t *out, char *err, s
         if (out->iters[i].n)
             qsort(out->iters[i].calls, out->iters[i].n, sizeof(prophet_log_call_t),
                   prophet_log_call_cmp);
+    number_steps(out);
     rc = 0;
 out:
     json_decref(root);

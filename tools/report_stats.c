@@ -262,7 +262,10 @@ int rep_summarize(const rep_log_t *log, rep_summary_t *s)
     size_t np = 0, nf = 0;
     for (size_t i = 0; i < n; i++) {
         double period = st[i].span_us;
-        if (i + 1 < n && log->iters[i + 1].iteration == log->iters[i].iteration + 1 &&
+        /* iterations numbered while the preload learned are parts of a step, not steps */
+        int steps_ok = !log->have_steps ||
+                       (log->iters[i].step_exact && i + 1 < n && log->iters[i + 1].step_exact);
+        if (i + 1 < n && steps_ok && log->iters[i + 1].iteration == log->iters[i].iteration + 1 &&
             st[i + 1].start_us > st[i].start_us) {
             period = st[i + 1].start_us - st[i].start_us;
             a[np++] = period;

@@ -116,15 +116,26 @@ static int panel(FILE *f, const rep_log_t *log, const rep_iter_t *it, double spa
     for (size_t i = 0; i < it->n; i++)
         if (it->calls[i].bytes > maxb)
             maxb = it->calls[i].bytes;
-    char title[256];
-    if (plan)
-        snprintf(title, sizeof(title), "iteration %llu, %s: plan v%u (%s, %u blocks)",
-                 (unsigned long long)it->iteration, role, plan->version, plan->policy,
-                 plan->n_blocks);
+    char title[320], name[64];
+    rep_iter_name(log, it->iteration, name, sizeof(name));
+    if (plan && plan->trial == 1)
+        snprintf(title, sizeof(title),
+                 "%s, %s: TRIAL plan v%u (%s, %u blocks), a candidate timed in trial "
+                 "round %lld",
+                 name, role, plan->version, plan->candidate, plan->n_blocks, plan->round);
+    else if (plan && plan->trial == 2)
+        snprintf(title, sizeof(title),
+                 "%s, %s: KEPT plan v%u (%s, %u blocks), kept by trial "
+                 "round %lld",
+                 name, role, plan->version, plan->candidate, plan->n_blocks, plan->round);
+    else if (plan)
+        snprintf(title, sizeof(title), "%s, %s: plan v%u (%s, %u blocks), fixed policy", name, role,
+                 plan->version, plan->policy, plan->n_blocks);
     else
-        snprintf(title, sizeof(title), "iteration %llu, %s: no agreed plan yet (policy %s)",
-                 (unsigned long long)it->iteration, role, log->policy);
-    fprintf(f, "<g class=\"panel\">\n<text x=\"%.1f\" y=\"%.1f\" class=\"ttl\">", LEFT, y0 + 16);
+        snprintf(title, sizeof(title), "%s, %s: no agreed plan yet (policy %s)", name, role,
+                 log->policy);
+    fprintf(f, "<g class=\"panel\" data-mark=\"%s\">\n<text x=\"%.1f\" y=\"%.1f\" class=\"ttl\">",
+            plan ? rep_plan_mark(plan) : "none", LEFT, y0 + 16);
     xml_text(f, title);
     fputs("</text>\n", f);
     double ya = y0 + 50, yr = y0 + 85, yn = y0 + 135, yax = y0 + 160;
@@ -334,10 +345,11 @@ int rep_svg_write(const rep_log_t *log, long long iteration, const char *out_pat
     fputs("</text>\n", f);
     int rc = 0;
     if (two)
-        rc = panel(f, log, early, span, TOP, "early (before the plan)");
+        rc = panel(f, log, early, span, TOP,
+                   plan_for(log, early->iteration) ? "early" : "early (before the first plan)");
     if (!rc)
         rc = panel(f, log, late, span, TOP + (two ? PANEL_H : 0),
-                   two ? "late (after the plan)" : "the only iteration logged");
+                   two ? "late" : "the only iteration logged");
     legend(f, TOP + PANEL_H * (two ? 2 : 1) + 20);
     fputs("</svg>\n", f);
     if (fclose(f) != 0 || rc) {

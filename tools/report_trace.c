@@ -6,6 +6,18 @@
 #include "log_trace.h"
 #include "report.h"
 
+static void queue_plan(prophet_trace_state_t *st, const rep_plan_t *p)
+{
+    prophet_trace_plan_t tp = {.from_iteration = p->from_iteration,
+                               .version = p->version,
+                               .n_blocks = p->n_blocks,
+                               .round = (uint32_t)p->round,
+                               .mark = p->trial};
+    snprintf(tp.policy, sizeof(tp.policy), "%s", p->policy);
+    snprintf(tp.candidate, sizeof(tp.candidate), "%s", p->candidate);
+    prophet_trace_plan(st, &tp);
+}
+
 int rep_trace_write(rep_log_t *const *logs, size_t n, const char *out_path, char *err,
                     size_t errlen)
 {
@@ -23,12 +35,19 @@ int rep_trace_write(rep_log_t *const *logs, size_t n, const char *out_path, char
             snprintf(err, errlen, "out of memory");
             goto out;
         }
-        for (size_t i = 0; i < log->n_iters; i++)
-            if (prophet_trace_iteration(&st, events, log->iters[i].iteration, log->iters[i].calls,
-                                        log->iters[i].n)) {
+        size_t next_plan = 0;
+        for (size_t i = 0; i < log->n_iters; i++) {
+            for (; next_plan < log->n_plans &&
+                   log->plans[next_plan].from_iteration <= log->iters[i].iteration;
+                 next_plan++)
+                queue_plan(&st, &log->plans[next_plan]);
+            if (prophet_trace_iteration(&st, events, log->iters[i].iteration,
+                                        rep_step_of(log, log->iters[i].iteration),
+                                        log->iters[i].calls, log->iters[i].n)) {
                 snprintf(err, errlen, "out of memory");
                 goto out;
             }
+        }
     }
     if (json_object_set(root, "traceEvents", events) ||
         json_object_set_new(root, "displayTimeUnit", json_string("ms")) ||

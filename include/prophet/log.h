@@ -58,6 +58,13 @@ void prophet_log_net(prophet_log_writer_t *w, int64_t t_us, const prophet_net_t 
                      double probe_Bps);
 void prophet_log_plan(prophet_log_writer_t *w, uint64_t from_iteration, const prophet_plan_t *plan);
 void prophet_log_sample(prophet_log_writer_t *w, const prophet_log_sample_t *s);
+/* Program order, from the comm's calling thread: a schedulable call the learner placed in the
+ * iteration (none of the job's extra calls), of `bytes` payload bytes. Counts the bytes; at an
+ * iteration start (iter_start != 0) inside the logged window, the bytes before the call become that
+ * iteration's `bytes_before` (a cold record: once per iteration). Every step of a job all-reduces
+ * the same bytes, so bytes_before / (bytes of one iteration) is the job's own step number. */
+void prophet_log_observed(prophet_log_writer_t *w, uint64_t iteration, uint64_t bytes,
+                          int iter_start);
 /* Flushes, writes the closing part of the JSON document and frees. Safe to call once at exit. */
 void prophet_log_close(prophet_log_writer_t *w);
 

@@ -165,8 +165,20 @@ int prophet_log_call_cmp(const void *a, const void *b)
     return x->arrival_us < y->arrival_us ? -1 : (x->arrival_us > y->arrival_us);
 }
 
+int64_t prophet_log_step_of(int64_t bytes_before, int64_t period_bytes, int *exact)
+{
+    if (exact)
+        *exact = 0;
+    if (bytes_before < 0 || period_bytes <= 0)
+        return -1;
+    int64_t slack = period_bytes / 256, step = (bytes_before + slack) / period_bytes;
+    if (exact)
+        *exact = bytes_before + slack - step * period_bytes <= 2 * slack;
+    return step;
+}
+
 json_t *prophet_log_json_iteration(uint64_t iteration, const prophet_log_call_t *calls, size_t n,
-                                   uint64_t dropped_total)
+                                   uint64_t dropped_total, int64_t bytes_before)
 {
     json_t *arr = json_array();
     for (size_t i = 0; arr && i < n; i++) {
@@ -185,7 +197,13 @@ json_t *prophet_log_json_iteration(uint64_t iteration, const prophet_log_call_t 
     }
     if (!arr)
         return NULL;
-    return json_pack("{s:s, s:I, s:I, s:o}", "kind", "iteration", "iteration",
-                     (json_int_t)iteration, "dropped_total", (json_int_t)dropped_total, "calls",
-                     arr);
+    json_t *o =
+        json_pack("{s:s, s:I, s:I, s:o}", "kind", "iteration", "iteration", (json_int_t)iteration,
+                  "dropped_total", (json_int_t)dropped_total, "calls", arr);
+    if (o && bytes_before >= 0 &&
+        json_object_set_new(o, "bytes_before", json_integer((json_int_t)bytes_before)) != 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }

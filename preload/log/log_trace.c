@@ -6,10 +6,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define TID_ITERS 50
+#define TID_PLANS 60
 #define TID_ARRIVALS 100
 #define TID_READY 101
 #define TID_GATES 200
 #define TID_NET 1000
+
+const char *prophet_plan_mark_name(int mark)
+{
+    return mark == PROPHET_PLAN_TRIAL ? "trial" : mark == PROPHET_PLAN_KEPT ? "kept" : "fixed";
+}
 
 void prophet_trace_init(prophet_trace_state_t *st, int rank)
 {
@@ -190,8 +197,86 @@ static int emit_block(prophet_trace_state_t *st, json_t *events, uint64_t iterat
     return err;
 }
 
+void prophet_trace_plan(prophet_trace_state_t *st, const prophet_trace_plan_t *plan)
+{
+    if (st->n_plans == PROPHET_TRACE_MAX_PLANS) {
+        memmove(st->plans, st->plans + 1, sizeof(st->plans[0]) * (PROPHET_TRACE_MAX_PLANS - 1));
+        st->n_plans--;
+    }
+    st->plans[st->n_plans++] = *plan;
+}
+
+/* The iteration's span: first arrival (or readiness) to last completion (or launch). */
+static void iteration_bounds(const prophet_log_call_t *v, size_t n, int64_t *start, int64_t *end)
+{
+    *start = 0;
+    *end = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t a = v[i].arrival_us ? v[i].arrival_us : v[i].ready_us;
+        int64_t b = v[i].complete_us ? v[i].complete_us : v[i].launch_us;
+        if (a > 0 && (*start == 0 || a < *start))
+            *start = a;
+        if (b > *end)
+            *end = b;
+    }
+    if (*end < *start)
+        *end = *start;
+}
+
+static int iteration_span(prophet_trace_state_t *st, json_t *events, uint64_t iteration,
+                          int64_t step, size_t n, int64_t start, int64_t end)
+{
+    char name[64];
+    if (step >= 0)
+        snprintf(name, sizeof(name), "step %lld", (long long)step);
+    else
+        snprintf(name, sizeof(name), "iteration %llu", (unsigned long long)iteration);
+    int tid = pick_tid(st, events, TID_ITERS, "iterations (job steps)", start, end);
+    json_t *jstep = step >= 0 ? json_integer((json_int_t)step) : json_null();
+    json_t *ev = json_pack("{s:s, s:s, s:s, s:i, s:i, s:I, s:I, s:{s:o, s:I, s:i}}", "name", name,
+                           "cat", "iteration", "ph", "X", "pid", st->pid, "tid", tid, "ts",
+                           (json_int_t)start, "dur", (json_int_t)(end - start), "args", "step",
+                           jstep, "iteration", (json_int_t)iteration, "calls", (int)n);
+    return append(events, ev);
+}
+
+/* The markers of the queued plans that run from this iteration on (or from an earlier one that
+ * was not logged), at the iteration's start. */
+static int plan_markers(prophet_trace_state_t *st, json_t *events, uint64_t iteration, int64_t step,
+                        int64_t ts)
+{
+    int kept = 0, err = 0;
+    for (int i = 0; i < st->n_plans; i++) {
+        const prophet_trace_plan_t *p = &st->plans[i];
+        if (p->from_iteration > iteration || err) {
+            st->plans[kept++] = *p;
+            continue;
+        }
+        if (lane_slot(st, events, TID_PLANS, "plans") < 0)
+            return -ENOMEM;
+        char name[128];
+        if (p->mark == PROPHET_PLAN_FIXED)
+            snprintf(name, sizeof(name), "plan v%u %s", p->version, p->policy);
+        else
+            snprintf(name, sizeof(name), "plan v%u %s %s (round %u)", p->version,
+                     prophet_plan_mark_name(p->mark), p->candidate, p->round);
+        int64_t from_step = step >= 0 ? step - (int64_t)(iteration - p->from_iteration) : -1;
+        json_t *jstep = from_step >= 0 ? json_integer((json_int_t)from_step) : json_null();
+        json_t *ev = json_pack(
+            "{s:s, s:s, s:s, s:s, s:i, s:i, s:I, s:{s:i, s:s, s:s, s:s, s:i, s:i, s:I, s:o}}",
+            "name", name, "cat", "plan", "ph", "i", "s", "p", "pid", st->pid, "tid", TID_PLANS,
+            "ts", (json_int_t)ts, "args", "version", (int)p->version, "policy", p->policy, "mark",
+            prophet_plan_mark_name(p->mark), "candidate", p->candidate, "round", (int)p->round,
+            "blocks", (int)p->n_blocks, "from_iteration", (json_int_t)p->from_iteration,
+            "from_step", jstep);
+        err = append(events, ev);
+    }
+    st->n_plans = kept;
+    return err;
+}
+
 int prophet_trace_iteration(prophet_trace_state_t *st, json_t *events, uint64_t iteration,
-                            const prophet_log_call_t *calls, size_t n)
+                            int64_t step, const prophet_log_call_t *calls, size_t n)
 {
     if (n == 0)
         return 0;
@@ -200,7 +285,13 @@ int prophet_trace_iteration(prophet_trace_state_t *st, json_t *events, uint64_t 
         return -ENOMEM;
     memcpy(v, calls, n * sizeof(*v));
     qsort(v, n, sizeof(*v), cmp_call);
+    int64_t start, end;
+    iteration_bounds(v, n, &start, &end);
     int err = 0;
+    if (start > 0)
+        err = iteration_span(st, events, iteration, step, n, start, end);
+    if (!err && start > 0)
+        err = plan_markers(st, events, iteration, step, start);
     for (size_t i = 0; i < n && !err; i++) {
         if (v[i].arrival_us > 0)
             err = instant(st, events, TID_ARRIVALS, "arrival", iteration, &v[i], v[i].arrival_us);

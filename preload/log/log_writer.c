@@ -18,8 +18,9 @@
 #define DRAIN_PERIOD_MS 20
 #define STALE_ITERATION_US 200000 /* an iteration untouched this long is written out */
 #define MAX_PENDING 16            /* iterations held open at once */
+#define STARTS 64 /* iteration starts remembered (bytes_before), by iteration % 64 */
 
-typedef enum cold_kind { COLD_PROFILE, COLD_NET, COLD_PLAN, COLD_SAMPLE } cold_kind_t;
+typedef enum cold_kind { COLD_PROFILE, COLD_NET, COLD_PLAN, COLD_SAMPLE, COLD_START } cold_kind_t;
 
 typedef struct cold_rec {
     struct cold_rec *next;
@@ -28,8 +29,14 @@ typedef struct cold_rec {
     int64_t t_us;
     double probe_Bps;
     prophet_net_t net;
-    void *body; /* prophet_profile_t or prophet_plan_t copy */
+    uint64_t bytes; /* COLD_START: bytes before the iteration's first call */
+    void *body;     /* prophet_profile_t or prophet_plan_t copy */
 } cold_rec_t;
+
+typedef struct iter_start {
+    uint64_t iteration, bytes_before;
+    int used;
+} iter_start_t;
 
 typedef struct pending_iter {
     uint64_t iteration;
@@ -57,6 +64,9 @@ struct prophet_log_writer {
     uint64_t last_written_iteration;
     int trace_first;
     prophet_trace_state_t trace_state;
+    iter_start_t starts[STARTS]; /* writer thread only */
+    int64_t period_bytes;        /* writer thread: bytes of the latest profile's iteration */
+    uint64_t observed_bytes;     /* the comm's calling thread only (prophet_log_observed) */
 };
 
 static int64_t now_us(void)
@@ -96,17 +106,39 @@ static void write_trace_events(prophet_log_writer_t *w, json_t *events)
     }
 }
 
+/* The bytes before an iteration's first call, -1 when not recorded. */
+static int64_t bytes_before(const prophet_log_writer_t *w, uint64_t iteration)
+{
+    const iter_start_t *e = &w->starts[iteration % STARTS];
+    return e->used && e->iteration == iteration ? (int64_t)e->bytes_before : -1;
+}
+
+static void note_start(prophet_log_writer_t *w, uint64_t iteration, uint64_t bytes)
+{
+    w->starts[iteration % STARTS] = (iter_start_t){iteration, bytes, 1};
+}
+
+/* The live trace names an iteration by the job's step only where it begins a step. */
+static int64_t live_step(const prophet_log_writer_t *w, int64_t before)
+{
+    int exact;
+    int64_t step = prophet_log_step_of(before, w->period_bytes, &exact);
+    return exact ? step : -1;
+}
+
 static void write_iteration(prophet_log_writer_t *w, pending_iter_t *p)
 {
     uint64_t dropped = atomic_load_explicit(&w->ring.dropped, memory_order_relaxed);
-    write_record(w, prophet_log_json_iteration(p->iteration, p->calls, p->n, dropped));
+    int64_t before = bytes_before(w, p->iteration);
+    write_record(w, prophet_log_json_iteration(p->iteration, p->calls, p->n, dropped, before));
     w->calls_written += p->n;
     w->iterations_written++;
     w->last_written_iteration = p->iteration;
     if (w->trace) {
         json_t *events = json_array();
+        int64_t step = live_step(w, before);
         if (!events ||
-            prophet_trace_iteration(&w->trace_state, events, p->iteration, p->calls, p->n))
+            prophet_trace_iteration(&w->trace_state, events, p->iteration, step, p->calls, p->n))
             w->write_errors++;
         else
             write_trace_events(w, events);
@@ -181,17 +213,42 @@ static void add_call(prophet_log_writer_t *w, const prophet_log_call_t *c)
     p->touched_us = now_us();
 }
 
+/* The plan's marker in the live trace, drawn with the first iteration it runs. */
+static void trace_plan(prophet_log_writer_t *w, uint64_t from_iteration, const prophet_plan_t *plan)
+{
+    const prophet_plan_trial_t *t = &plan->trial;
+    prophet_trace_plan_t tp = {.from_iteration = from_iteration,
+                               .version = plan->version,
+                               .n_blocks = plan->n_blocks,
+                               .round = t->round,
+                               .mark = t->phase == PROPHET_TRIAL_OFF       ? PROPHET_PLAN_FIXED
+                                       : t->phase == PROPHET_TRIAL_RUNNING ? PROPHET_PLAN_TRIAL
+                                                                           : PROPHET_PLAN_KEPT};
+    snprintf(tp.policy, sizeof(tp.policy), "%s", prophet_log_policy_name(plan->policy));
+    snprintf(tp.candidate, sizeof(tp.candidate), "%s",
+             t->phase == PROPHET_TRIAL_OFF ? "" : prophet_cand_name(t->candidate));
+    prophet_trace_plan(&w->trace_state, &tp);
+}
+
 static void write_cold(prophet_log_writer_t *w, cold_rec_t *r)
 {
     switch (r->kind) {
     case COLD_PROFILE:
         write_record(w, prophet_log_json_profile(r->iteration, r->body));
+        w->period_bytes = 0;
+        for (uint32_t i = 0; i < ((prophet_profile_t *)r->body)->n_calls; i++)
+            w->period_bytes += (int64_t)((prophet_profile_t *)r->body)->sig[i].bytes;
         break;
     case COLD_NET:
         write_record(w, prophet_log_json_net(r->t_us, &r->net, r->probe_Bps));
         break;
     case COLD_PLAN:
         write_record(w, prophet_log_json_plan(r->iteration, r->body));
+        if (w->trace)
+            trace_plan(w, r->iteration, r->body);
+        break;
+    case COLD_START:
+        note_start(w, r->iteration, r->bytes);
         break;
     case COLD_SAMPLE:
         write_record(w, prophet_log_json_sample(r->body));
@@ -431,6 +488,23 @@ void prophet_log_sample(prophet_log_writer_t *w, const prophet_log_sample_t *s)
     cold_rec_t *r = new_cold(COLD_SAMPLE, s, sizeof(*s));
     if (!r)
         return;
+    push_cold(w, r);
+}
+
+void prophet_log_observed(prophet_log_writer_t *w, uint64_t iteration, uint64_t bytes,
+                          int iter_start)
+{
+    if (!w)
+        return;
+    uint64_t before = w->observed_bytes;
+    w->observed_bytes += bytes;
+    if (!iter_start || iteration < w->iter_begin || iteration >= w->iter_end)
+        return;
+    cold_rec_t *r = new_cold(COLD_START, NULL, 0);
+    if (!r)
+        return;
+    r->iteration = iteration;
+    r->bytes = before;
     push_cold(w, r);
 }
 

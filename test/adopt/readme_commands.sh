@@ -67,7 +67,7 @@ for l in torchrun horovodrun mpirun srun; do
     done
     echo "$l: 8 workers with $lib"
 done
-grep -q "rank 0 of 2" "$tmp/out" && grep -q "rank 1 of 2" "$tmp/out" ||
+grep -q "^job: 2 of 2 ranks logged" "$tmp/out" ||
     fail "prophet-report did not report both ranks of the emulated job"
 echo "emulated job: logged and reported"
 grep -Eq "^PASS  calls +the preload intercepted [1-9][0-9]* NCCL calls" "$tmp/out" ||

@@ -1,5 +1,6 @@
-/* Fuzz target: prophet-report's log reader (tools/report_load.c) and the summary and advice built
- * from what it accepts. Invariants: never crashes; a rejected log leaves a one-line error. */
+/* Fuzz target: prophet-report's log reader (tools/report_load.c) and the summary, advice and job
+ * summary built from what it accepts. Invariants: never crashes; a rejected log leaves a one-line
+ * error. */
 #define _GNU_SOURCE
 #include "../../tools/report.h"
 
@@ -34,7 +35,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         rep_summary_t sum;
         if (rep_summarize(&log, &sum) == 0) {
             rep_advice_t adv;
+            rep_log_t *one = &log;
+            rep_job_t job;
             rep_advise(&log, &sum, &adv);
+            if (rep_job_build(&one, &sum, 1, &job) == 0)
+                rep_job_free(&job);
         }
         rep_free(&log);
     }

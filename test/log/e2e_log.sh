@@ -20,6 +20,8 @@ for r in 0 1; do
     "$py" "$here/check_trace.py" "$out/prophet-rank$r.trace.json"
 done
 "$report" "$out/prophet-rank0.json" "$out/prophet-rank1.json"
+# the directory, as PROPHET_LOG names it (the live traces in it are skipped)
+"$report" --per-rank "$out" | grep -q "^job: 2 of 2 ranks logged" || { echo "FAIL: DIR"; exit 1; }
 "$report" --json "$out/prophet-rank0.json" "$out/prophet-rank1.json" > "$out/summary.json"
 "$py" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert len(d["logs"])==2; \
 assert d["logs"][0]["iteration_time_us"]["median"] > 0, "no iteration time"' "$out/summary.json"

@@ -1,7 +1,9 @@
 /* log.writer: writes a synthetic job through the real prophet_log_* API from several threads, then
  * reads the log back and checks every record: the window, the content of each call (derived from
  * its iteration and index), that calls written + calls dropped = calls logged in the window, and
- * that the trace parses. The schema check is done by validate_log.py on the same file.
+ * that the trace parses, each iteration's bytes_before (the job's step: the calls observed in
+ * program order) and the trace's iteration spans named by step and its plan marker. The schema
+ * check is done by validate_log.py on the same file.
  * usage: test_log_writer DIR [calls-per-iteration] */
 #include <jansson.h>
 #include <pthread.h>
@@ -63,6 +65,22 @@ static void *producer(void *arg)
         usleep(2000);
     }
     return NULL;
+}
+
+static uint64_t iteration_bytes(void)
+{
+    uint64_t b = 0;
+    for (uint32_t i = 0; i < n_calls; i++)
+        b += make_call(0, i).bytes;
+    return b;
+}
+
+/* Program order (one thread, as the comm's calls are): every call observed, iteration starts. */
+static void observe_all(void)
+{
+    for (uint64_t it = 0; it < ITERS; it++)
+        for (uint32_t i = 0; i < n_calls; i++)
+            prophet_log_observed(writer, it, make_call(it, i).bytes, i == 0);
 }
 
 static void log_cold(void)
@@ -130,6 +148,12 @@ static void check_log(const char *path, uint64_t *calls_seen)
             uint64_t it = (uint64_t)json_integer_value(json_object_get(r, "iteration"));
             CHECK(it >= WIN_BEGIN && it < WIN_END, "iteration %llu outside the window",
                   (unsigned long long)it);
+            json_t *before = json_object_get(r, "bytes_before");
+            CHECK(json_is_integer(before) &&
+                      (uint64_t)json_integer_value(before) == it * iteration_bytes(),
+                  "iteration %llu: bytes_before %lld, want %llu", (unsigned long long)it,
+                  before ? (long long)json_integer_value(before) : -1LL,
+                  (unsigned long long)(it * iteration_bytes()));
             size_t j;
             json_t *c;
             json_array_foreach(json_object_get(r, "calls"), j, c)
@@ -193,6 +217,7 @@ int main(int argc, char **argv)
         return 1;
     }
     log_cold();
+    observe_all();
     pthread_t th[THREADS];
     for (uintptr_t t = 0; t < THREADS; t++)
         pthread_create(&th[t], NULL, producer, (void *)t);
@@ -210,6 +235,31 @@ int main(int argc, char **argv)
     json_t *tr = json_load_file(path, 0, &je);
     CHECK(tr && json_is_array(json_object_get(tr, "traceEvents")), "trace %s: %s", path,
           tr ? "no traceEvents" : je.text);
+    /* the iteration spans are named by the job's step, the plan has its marker */
+    size_t k;
+    json_t *ev;
+    int spans = 0, markers = 0;
+    json_array_foreach(tr ? json_object_get(tr, "traceEvents") : NULL, k, ev)
+    {
+        const char *cat = json_string_value(json_object_get(ev, "cat"));
+        json_t *args = json_object_get(ev, "args");
+        if (cat && !strcmp(cat, "iteration")) {
+            char want[64];
+            snprintf(want, sizeof(want), "step %lld",
+                     (long long)json_integer_value(json_object_get(args, "iteration")));
+            CHECK(!strcmp(json_string_value(json_object_get(ev, "name")), want),
+                  "trace: span %s, want %s", json_string_value(json_object_get(ev, "name")), want);
+            spans++;
+        }
+        if (cat && !strcmp(cat, "plan")) {
+            CHECK(!strcmp(json_string_value(json_object_get(args, "mark")), "fixed") &&
+                      json_integer_value(json_object_get(args, "from_iteration")) == 7,
+                  "trace: plan marker %s", json_string_value(json_object_get(ev, "name")));
+            markers++;
+        }
+    }
+    CHECK(spans >= WIN_END - WIN_BEGIN && markers == 1,
+          "trace: %d iteration spans, %d plan markers", spans, markers);
     json_decref(tr);
     if (failures) {
         fprintf(stderr, "log.writer: %d failures\n", failures);

@@ -89,6 +89,7 @@ def check(root, schema, v, path):
 def semantic(doc):
     if doc["meta"]["rank"] >= doc["meta"]["nranks"]:
         raise Invalid("$.meta.rank: not below nranks")
+    before = {}
     for i, r in enumerate(doc["records"]):
         if r.get("iteration", 0) >= 2 ** 62 or r.get("from_iteration", 0) >= 2 ** 62:
             raise Invalid("records[%d]: iteration out of range" % i)
@@ -120,6 +121,16 @@ def semantic(doc):
             for j, c in enumerate(r["calls"]):
                 if c["launch_us"] and c["complete_us"] and c["complete_us"] < c["launch_us"]:
                     raise Invalid("%s.calls[%d]: complete before launch" % (where, j))
+            if "bytes_before" in r:
+                before[r["iteration"]] = r["bytes_before"]
+    # bytes_before counts the bytes of the calls before each iteration in program order: it grows
+    # with the iteration number
+    last = -1
+    for it in sorted(before):
+        if before[it] < last:
+            raise Invalid("iteration %d: bytes_before %d below an earlier iteration's %d"
+                          % (it, before[it], last))
+        last = before[it]
 
 
 def no_duplicates(pairs):
