@@ -164,24 +164,39 @@ static void doctor_find_preload(void)
     doctor.preload[0] = 0;
 }
 
+/* A preload line's level word: after "prophet: ", the sender (HOST:PID, then [RANK] when known)
+ * when there is one. */
+static const char *doctor_level(const char *l)
+{
+    const char *p = l + 9, *sp = strchr(p, ' '), *colon = strchr(p, ':');
+
+    if (sp && colon && colon < sp) {
+        p = sp + 1;
+        if (*p == '[' && (sp = strchr(p, ' ')))
+            p = sp + 1;
+    }
+    return p;
+}
+
 /* The dry run's stderr: the preload's lines are evidence, the rest is passed on. */
 static void doctor_scan_stderr(FILE *f)
 {
     char l[4096];
     rewind(f);
     while (fgets(l, sizeof(l), f)) {
-        const char *c;
+        const char *c, *lv;
         if (strncmp(l, "prophet: ", 9) != 0) {
             fputs(l, stderr);
             continue;
         }
-        if (!strncmp(l, "prophet: INFO active:", 21))
+        lv = doctor_level(l);
+        if (!strncmp(lv, "INFO active:", 12))
             doctor.active++;
-        if (!strncmp(l, "prophet: INFO summary comm", 26) && (c = strstr(l, " calls="))) {
+        if (!strncmp(lv, "INFO summary comm", 17) && (c = strstr(lv, " calls="))) {
             doctor.summaries++;
             doctor.calls += atoll(c + 7);
         }
-        if (!strncmp(l, "prophet: WARN", 13) && doctor.warns < 8) {
+        if (!strncmp(lv, "WARN", 4) && doctor.warns < 8) {
             l[strcspn(l, "\n")] = 0;
             snprintf(doctor.warn_lines[doctor.warns++], sizeof(doctor.warn_lines[0]), "%.500s", l);
         }
@@ -212,6 +227,7 @@ static int doctor_run(char **argv)
         setenv("LD_PRELOAD", pre, 1);
         putenv(DOCTOR_DRY_ENV);
         setenv("PROPHET_DEBUG", "INFO", 1);
+        unsetenv("PROPHET_DEBUG_FILE"); /* its lines are read from stderr */
         ptrace(PTRACE_TRACEME, 0, NULL, NULL);
         execvp(argv[0], argv);
         fprintf(stderr, "prophet-doctor: cannot run %s: %s\n", argv[0], strerror(errno));
