@@ -161,10 +161,9 @@ def parse_args():
         a.profiles, a.ranks, a.bandwidths = "resnet50", "4", "1Gbit"
         a.modes, a.policies = a.modes or "per-tensor,ddp", "default"
         a.repeat = max(a.repeat, 3)
-        # 160 iterations, the median of the last 40 (120-159): the 4-rank ResNet-50 loop's first
-        # round ends near iteration 105 (111 with a runner-up timed again). Until 2026-11-25 this
-        # was 160 and 120, which ran 280 iterations (the warm-up counted twice)
-        a.iters, a.warmup = 100, 60
+        # 180 iterations, the median of the last 40 (140-179): the 4-rank ResNet-50 loop's first
+        # round ends near iteration 135 (its first pass, the leader's duel and the runner-up's)
+        a.iters, a.warmup = 110, 70
     a.modes = a.modes or "ddp,per-tensor,horovod"
     if a.table_only and not a.resume:
         sys.exit("bench: --table-only needs --resume FILE")
