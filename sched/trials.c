@@ -425,6 +425,7 @@ static void choose_kept(prophet_trials_t *t, uint32_t kept, double us)
     if (t->kept_before < PROPHET_CAND_COUNT)
         t->calm = kept == t->kept_before ? t->calm + 1 : 0;
     t->chosen_us = t->base_ref_us = us;
+    t->quiet_checks = 0;
     t->base_us = t->ref_probe = t->ref_backward = -1; /* baselines: from now on */
     t->kept_for_us = 0;
     t->drift_run = 0;
@@ -540,6 +541,25 @@ static void duel_window(prophet_trials_t *t, double fig, double se)
         duel_end(t, verdict == PROPHET_DUEL_CHALLENGER);
 }
 
+/* Iterations to the next agreement once a choice is made: PROPHET_TRIAL_CHECK_EVERY, but under a
+ * kept passthrough twice as many after each agreement with no drift of the network or the profile
+ * building, up to PROPHET_TRIAL_CHECK_MAX. */
+static uint32_t check_interval(prophet_trials_t *t)
+{
+    uint32_t every = PROPHET_TRIAL_CHECK_EVERY;
+
+    /* under passthrough only a drift of the network or the profile starts a round */
+    if (t->chosen != PROPHET_CAND_PASSTHROUGH ||
+        (t->drift_run > 0 && (t->drift_sigs & ~PROPHET_DRIFT_TIME))) {
+        t->quiet_checks = 0;
+        return every;
+    }
+    for (uint32_t k = 0; k < t->quiet_checks && every < PROPHET_TRIAL_CHECK_MAX; k++)
+        every *= 2;
+    t->quiet_checks++;
+    return every < PROPHET_TRIAL_CHECK_MAX ? every : PROPHET_TRIAL_CHECK_MAX;
+}
+
 void prophet_trials_decide(prophet_trials_t *t, prophet_plan_trial_t *out)
 {
     double fig, se;
@@ -566,8 +586,7 @@ void prophet_trials_decide(prophet_trials_t *t, prophet_plan_trial_t *out)
     }
     out->phase = t->phase;
     out->candidate = t->current;
-    out->next_in =
-        t->phase == PROPHET_TRIAL_RUNNING ? PROPHET_TRIAL_WINDOW : PROPHET_TRIAL_CHECK_EVERY;
+    out->next_in = t->phase == PROPHET_TRIAL_RUNNING ? PROPHET_TRIAL_WINDOW : check_interval(t);
     if (t->phase == PROPHET_TRIAL_CHOSEN && t->chosen_us > 0)
         out->chosen_us = (uint32_t)(t->chosen_us + 0.5);
 }

@@ -229,7 +229,13 @@ typedef enum prophet_cand {
 /* ... and by more than the noise: PROPHET_TRIAL_NOISE_Z standard errors of the difference of the
  * two figures, each estimated from its window's samples (1.4826 x MAD / sqrt(samples)) */
 #define PROPHET_TRIAL_NOISE_Z 2.0
-#define PROPHET_TRIAL_CHECK_EVERY 10     /* iterations between agreements once a choice is made */
+#define PROPHET_TRIAL_CHECK_EVERY 10 /* iterations between agreements once a choice is made */
+/* A kept passthrough holds nothing and has nothing to re-agree until something changes: its
+ * agreements back off, each one twice as far from the last, up to PROPHET_TRIAL_CHECK_MAX
+ * iterations, and come back to PROPHET_TRIAL_CHECK_EVERY while a drift of the eBPF throughput or
+ * of the profile builds up, the drifts that start a round under passthrough (a DDP job at
+ * 4 ranks issued a plan broadcast every 10 iterations for nothing). */
+#define PROPHET_TRIAL_CHECK_MAX 40
 #define PROPHET_TRIAL_DRIFT_RECENT 5     /* samples in the baseline and in the median compared */
 #define PROPHET_TRIAL_DRIFT_TIME 0.25    /* |median - baseline| / baseline: restarts trials */
 #define PROPHET_TRIAL_DRIFT_PROBE 0.30   /* relative change of the eBPF throughput that does */
@@ -252,6 +258,9 @@ typedef enum prophet_cand {
  * sample RECENT + DRIFT_LASTS, RECENT - RECENT / 2 - 1 samples (2) later than this bound. */
 #define PROPHET_TRIAL_DRIFT_BOUND                                                                  \
     (PROPHET_TRIAL_DRIFT_RECENT / 2 + 1 + PROPHET_TRIAL_DRIFT_LASTS + PROPHET_TRIAL_CHECK_EVERY + 2)
+/* ... and under a kept passthrough, whose next agreement may be PROPHET_TRIAL_CHECK_MAX away */
+#define PROPHET_TRIAL_DRIFT_BOUND_PT                                                               \
+    (PROPHET_TRIAL_DRIFT_RECENT / 2 + 1 + PROPHET_TRIAL_DRIFT_LASTS + PROPHET_TRIAL_CHECK_MAX + 2)
 /* The paired duel that ends a round (issue 36: figures measured minutes apart on a busy host
  * cannot be compared). The first pass's leader (the challenger) is timed in windows that
  * alternate with a defender's: the incumbent (the plan kept before the round) when there is one
@@ -331,14 +340,15 @@ typedef struct prophet_trials {
     uint32_t drift_sigs;       /* PROPHET_DRIFT_* bits: the signals off during that run */
     double recent[PROPHET_TRIAL_DRIFT_RECENT], recent_probe[PROPHET_TRIAL_DRIFT_RECENT];
     uint32_t n_recent, n_recent_probe;
-    int restart;          /* a drift was seen: the next agreement begins a new round */
-    const char *reason;   /* what drifted (prophet_drift_name of the run's signals) */
-    int time_only;        /* the restart's drift was the iteration time's alone: a re-time */
-    int rebased;          /* a time drift under a kept passthrough: new baselines, no round */
-    uint32_t incumbent;   /* the plan kept before this round (PROPHET_CAND_NONE: first round);
-                           * passthrough once it beat the incumbent in a re-time */
-    uint32_t kept_before; /* the candidate kept before this round, for calm */
-    uint32_t calm;        /* restarts in a row that kept the incumbent */
+    int restart;           /* a drift was seen: the next agreement begins a new round */
+    const char *reason;    /* what drifted (prophet_drift_name of the run's signals) */
+    int time_only;         /* the restart's drift was the iteration time's alone: a re-time */
+    int rebased;           /* a time drift under a kept passthrough: new baselines, no round */
+    uint32_t incumbent;    /* the plan kept before this round (PROPHET_CAND_NONE: first round);
+                            * passthrough once it beat the incumbent in a re-time */
+    uint32_t kept_before;  /* the candidate kept before this round, for calm */
+    uint32_t calm;         /* restarts in a row that kept the incumbent */
+    uint32_t quiet_checks; /* agreements of a kept passthrough with no drift building */
 } prophet_trials_t;
 /* After each restart in a row that kept the incumbent, a drift must last twice as long before it
  * restarts the trials again, up to 2^PROPHET_TRIAL_CALM_MAX times PROPHET_TRIAL_DRIFT_LASTS. */

@@ -21,6 +21,7 @@
  *   expect kept_at ITER CAND[,..] the plan kept (in force) at ITER
  *   expect trial_share_max F      iterations under a trial plan other than the kept one / iters
  *   expect rounds_max N | expect rounds_min N
+ *   expect agreements_max N       plan broadcasts in the whole run
  *   expect never_slower           no choice kept a plan slower (in truth) than the incumbent by
  *                                 more than PROPHET_TRIAL_TIE */
 #include <dirent.h>
@@ -61,7 +62,7 @@ typedef struct {
     /* expectations */
     uint32_t kept_mask, kept_at_iter[MAX_EV], kept_at_mask[MAX_EV], n_kept_at;
     double trial_share_max;
-    int rounds_max, rounds_min, never_slower;
+    int rounds_max, rounds_min, never_slower, agreements_max;
 } trace_t;
 
 static uint32_t cand_of(const char *name)
@@ -100,7 +101,7 @@ static int trace_load(const char *path, trace_t *t)
     t->seed = 1;
     t->probe = -1;
     t->trial_share_max = -1;
-    t->rounds_max = t->rounds_min = -1;
+    t->rounds_max = t->rounds_min = t->agreements_max = -1;
     for (uint32_t c = 0; c < PROPHET_CAND_COUNT; c++)
         t->base[c] = -1;
     if (!f) {
@@ -164,6 +165,8 @@ static int trace_load(const char *path, trace_t *t)
                 ok = sscanf(line, "%*s %*s %d", &t->rounds_max) == 1;
             else if (ok && !strcmp(what, "rounds_min"))
                 ok = sscanf(line, "%*s %*s %d", &t->rounds_min) == 1;
+            else if (ok && !strcmp(what, "agreements_max"))
+                ok = sscanf(line, "%*s %*s %d", &t->agreements_max) == 1;
             else if (ok && !strcmp(what, "never_slower"))
                 t->never_slower = 1;
             else
@@ -245,7 +248,7 @@ static int trace_run(const trace_t *t)
     uint32_t agree = t->first_plan, in_force = PROPHET_CAND_NONE, next = PROPHET_CAND_NONE;
     uint32_t phase = PROPHET_TRIAL_OFF, next_phase = PROPHET_TRIAL_OFF, last_phase = 0;
     uint32_t kept = PROPHET_CAND_NONE, switch_at = 0, trial_iters = 0, iters_on = 0;
-    int rounds = 0;
+    int rounds = 0, agreements = 0;
     uint32_t kept_at[MAX_EV];
     uint64_t rng = t->seed;
     int fails = 0, rebased = 0, restarts = 0;
@@ -265,6 +268,7 @@ static int trace_run(const trace_t *t)
             prophet_loop_events_t ev;
             CHECKF(prophet_closed_loop_plan(l, &po, &prof, &net, plan, &ev) == 0,
                    "%s: no plan at iteration %u", t->name, i);
+            agreements++;
             next = plan->trial.candidate;
             next_phase = plan->trial.phase;
             switch_at = i + 2;
@@ -309,9 +313,13 @@ static int trace_run(const trace_t *t)
                        !(t->extra_every && i % t->extra_every == 0);
     }
     double share = iters_on ? (double)trial_iters / t->iters : 0;
-    printf("  %s: kept %s at the end, %d round(s), %d restart(s), %d rebase(s), trial share "
-           "%.1f%%\n",
-           t->name, prophet_cand_name(kept), rounds, restarts, rebased, 100 * share);
+    printf("  %s: kept %s at the end, %d round(s), %d restart(s), %d rebase(s), %d agreement(s), "
+           "trial share %.1f%%\n",
+           t->name, prophet_cand_name(kept), rounds, restarts, rebased, agreements, 100 * share);
+    if (t->agreements_max >= 0 && agreements > t->agreements_max) {
+        printf("FAIL: %s: %d agreements > %d\n", t->name, agreements, t->agreements_max);
+        fails++;
+    }
     if (t->kept_mask && !(kept < PROPHET_CAND_COUNT && (t->kept_mask & (1u << kept)))) {
         printf("FAIL: %s: kept %s at the end\n", t->name, prophet_cand_name(kept));
         fails++;

@@ -446,6 +446,40 @@ static void test_retime(void)
                "passthrough kept, time drift: round %d, rebased %d, lasts %u",
                prophet_trials_wants_round(&t), t.rebased, prophet_trials_drift_lasts(&t));
     }
+    /* a kept passthrough's agreements back off (10, 20, 40, 40 iterations apart) and come back to
+     * every 10 while a drift of the network builds up (a time drift starts no round under
+     * passthrough) */
+    {
+        static const double pt_best[PROPHET_CAND_COUNT] = {1300, 1000, 1500, 1500,
+                                                           1400, 1080, 2000};
+        static const uint32_t want[] = {20, 40, 40, 40};
+        prophet_trials_init(&t);
+        CHECK(prophet_trials_begin(&t, all, PROPHET_CAND_COUNT) == 0);
+        CHECK(judge(&t, pt_best) == PT); /* its announcement: 10 */
+        settle(&t, PT, 1000, 1e8);
+        for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
+            prophet_trials_decide(&t, &d);
+            CHECKF(d.phase == PROPHET_TRIAL_CHOSEN && d.next_in == want[k],
+                   "kept passthrough, agreement %zu: next in %u, want %u", k, d.next_in, want[k]);
+        }
+        for (int i = 0; i < PROPHET_TRIAL_DRIFT_RECENT / 2 + 1; i++) /* the time alone drifts */
+            prophet_trials_sample(&t, PT, 1500, 1e8, 800);
+        CHECK(t.drift_run > 0);
+        prophet_trials_decide(&t, &d);
+        CHECKF(d.next_in == PROPHET_TRIAL_CHECK_MAX, "a time drift: next in %u", d.next_in);
+        for (int i = 0; i < PROPHET_TRIAL_DRIFT_RECENT / 2 + 1; i++) /* the network drifts */
+            prophet_trials_sample(&t, PT, 1500, 2e7, 800);
+        CHECK(t.drift_run > 0 && !prophet_trials_wants_round(&t));
+        prophet_trials_decide(&t, &d);
+        CHECKF(d.next_in == PROPHET_TRIAL_CHECK_EVERY, "a drift building: next in %u", d.next_in);
+        prophet_trials_init(&t); /* a kept plan that holds calls: every 10 */
+        CHECK(prophet_trials_begin(&t, all, PROPHET_CAND_COUNT) == 0);
+        CHECK(judge(&t, truth) == PROPHET_CAND_OPTIMAL);
+        for (int k = 0; k < 3; k++) {
+            prophet_trials_decide(&t, &d);
+            CHECK(d.next_in == PROPHET_TRIAL_CHECK_EVERY);
+        }
+    }
 }
 
 /* The incumbent (issue: a drift restart threw the kept plan away). Round 1 keeps optimal-alpha4
