@@ -75,3 +75,16 @@ int prophet_cli_parse_long(const char *s, long min, long max, long *out)
     *out = v;
     return 0;
 }
+
+int prophet_cli_long_opt(const char *prog, const char *opt, const char *s, long min, long max,
+                         long *out)
+{
+    char *end;
+    if (prophet_cli_parse_long(s, min, max, out) == 0)
+        return 0;
+    errno = 0;
+    (void)strtol(s, &end, 10);
+    if (!*s || *end)
+        return prophet_cli_bad_value(prog, opt, s, "a number");
+    return prophet_cli_usage_error(prog, "%s: '%s' is out of range %ld..%ld", opt, s, min, max);
+}

@@ -31,4 +31,9 @@ int prophet_cli_getopt_error(const char *prog, int c, char **argv, const struct 
 /* A whole decimal number in [min, max] into *out: 0, or -1 when S is not one. */
 int prophet_cli_parse_long(const char *s, long min, long max, long *out);
 
+/* The value of option OPT as a whole number in [min, max] into *out: 0, or the usage error
+ * "PROG: OPT: 'S' is not a number" or "... is out of range MIN..MAX" (PROPHET_CLI_EXIT_USAGE). */
+int prophet_cli_long_opt(const char *prog, const char *opt, const char *s, long min, long max,
+                         long *out);
+
 #endif
