@@ -88,13 +88,12 @@ if(TARGET prophet_bw_plugin OR TARGET prophet-bwmon)
   string(APPEND _deb_depends ", libbpf1 (>= 1:1.1)")
 endif()
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "${_deb_depends}")
-set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
-    "${PROJECT_DESCRIPTION}
- An LD_PRELOAD library (libprophet.so) for unmodified data-parallel training jobs: it
- intercepts their NCCL all-reduces, learns when each gradient becomes ready and how fast the
- network is, and releases the all-reduces as regrouped blocks, highest priority first.
- .
- With prophet-run, prophet-doctor, prophet-report, prophet-sim, prophet-bwmon, their manual
- pages, the gradient profiles of common models, and prophet-emu, an emulated GPU cluster on
- which the demo job runs without a GPU.")
+# below the summary line (CPACK_PACKAGE_DESCRIPTION_SUMMARY); cpack writes " ." for a blank line
+set(CPACK_DEBIAN_PACKAGE_DESCRIPTION "An LD_PRELOAD library (libprophet.so) for unmodified data-parallel training jobs: it intercepts
+their NCCL all-reduces, learns when each gradient becomes ready and how fast the network is, and
+releases the all-reduces as regrouped blocks, highest priority first.
+
+With prophet-run, prophet-doctor, prophet-report, prophet-sim, prophet-bwmon, their manual pages,
+the gradient profiles of common models, and prophet-emu, an emulated GPU cluster on which the
+demo job runs without a GPU.")
 include(CPack)
