@@ -422,22 +422,37 @@ static const doctor_obj_t *doctor_find_loaded(const char *entry)
     return NULL;
 }
 
-/* The objects preloaded into the process, in the order of the dynamic linker's global scope
- * (LD_PRELOAD, then /etc/ld.so.preload) into LIST (LIST_LEN bytes), separated by NUL; SPLIT marks
- * where the file's part starts (an offset into LIST). */
-static void doctor_preload_list(char *list, size_t list_len, size_t *split)
+/* What the dynamic linker preloads into the process, in its order: LD_PRELOAD's entries, then
+ * /etc/ld.so.preload's. Returns the 1-based position of libprophet.so (PRE) among those of its
+ * source (*FROM: "LD_PRELOAD" or "/etc/ld.so.preload"), 0 when it is not preloaded; *BEFORE: the
+ * first object preloaded ahead of it that exports NCCL's symbols, or NULL. */
+static int doctor_preload_position(const doctor_obj_t *pre, const char **from,
+                                   const doctor_obj_t **before)
 {
     const char *env = doctor_getenv("LD_PRELOAD", NULL);
-    size_t n = (size_t)snprintf(list, list_len, "%s ", env ? env : "");
+    char list[2][8192], *save = NULL;
     FILE *f = fopen("/etc/ld.so.preload", "re");
-    if (n >= list_len)
-        n = list_len - 1;
-    *split = n;
-    if (f) {
-        n += fread(list + n, 1, list_len - 1 - n, f);
+    size_t n = f ? fread(list[1], 1, sizeof(list[1]) - 1, f) : 0;
+
+    if (f)
         fclose(f);
+    list[1][n] = 0;
+    snprintf(list[0], sizeof(list[0]), "%s", env ? env : "");
+    *before = NULL;
+    for (int src = 0; src < 2; src++) {
+        int pos = 0;
+        *from = src ? "/etc/ld.so.preload" : "LD_PRELOAD";
+        for (char *t = strtok_r(list[src], ": \t\n", &save); t;
+             t = strtok_r(NULL, ": \t\n", &save)) {
+            const doctor_obj_t *o = doctor_find_loaded(t);
+            pos++;
+            if (o == pre)
+                return pos;
+            if (o && o->is_elf && o->exports_nccl && !*before)
+                *before = o;
+        }
     }
-    list[n] = 0;
+    return 0;
 }
 
 /* --pid: do the running process's NCCL calls reach the preload? The dynamic linker binds a call
@@ -447,9 +462,8 @@ static void check_intercept(void)
 {
     const doctor_obj_t *pre = doctor_find("libprophet.so", 0), *lib = NULL, *hidden = NULL;
     const doctor_obj_t *before = NULL;
-    char list[8192], *save = NULL, errs[1024];
-    size_t split;
-    int pos = 0, at = 0;
+    const char *from = NULL;
+    char errs[1024];
     prophet_config_t cfg;
 
     if (doctor.command)
@@ -458,20 +472,7 @@ static void check_intercept(void)
         line("FAIL", "intercept", NULL, "no: libprophet.so is not loaded into pid %d", doctor.pid);
         return;
     }
-    doctor_preload_list(list, sizeof(list), &split);
-    const char *from = "LD_PRELOAD";
-    for (char *t = strtok_r(list, ": \t\n", &save); t; t = strtok_r(NULL, ": \t\n", &save)) {
-        const doctor_obj_t *o = doctor_find_loaded(t);
-        if ((size_t)(t - list) >= split && strcmp(from, "/etc/ld.so.preload") != 0)
-            from = "/etc/ld.so.preload", pos = 0;
-        pos++;
-        if (o == pre) {
-            at = pos;
-            break;
-        }
-        if (o && o->is_elf && o->exports_nccl && !before)
-            before = o;
-    }
+    int at = doctor_preload_position(pre, &from, &before);
     for (int i = 0; i < doctor_proc.n_objs; i++) {
         const doctor_obj_t *o = &doctor_proc.objs[i];
         if (!o->is_elf || !o->defines_nccl || o == pre)
@@ -489,9 +490,9 @@ static void check_intercept(void)
              pre->path);
     else if (before)
         line("FAIL", "intercept", "put libprophet.so first in LD_PRELOAD",
-             "no: %s comes before libprophet.so in %s and defines NCCL's symbols: calls bind to "
-             "it",
-             before->path, from);
+             "no: %s is preloaded ahead of libprophet.so (%s entry %d) and defines NCCL's "
+             "symbols: calls bind to it",
+             before->path, from, at);
     else if (!lib && hidden)
         line("FAIL", "intercept", "see the nccl line above",
              "no: NCCL is linked into %s, whose own calls never reach the preload", hidden->path);

@@ -113,6 +113,7 @@ has '^FAIL  knobs +ignoring PROPHET_GATE="?sideways'
 hasnt "^.{4}  calls" # no dry run against a pid
 kill $pid; wait $pid 2>/dev/null; pid=""
 hold() { # COMMAND...: started in the background as $pid, once it has said "ready"
+    : >"$tmp/rank" # emptied here: the background redirection comes later, the last "ready" is there
     "$@" >"$tmp/rank" 2>&1 &
     pid=$!
     i=0
@@ -132,7 +133,7 @@ lib=$(cd "$build/lib" && pwd -P)/libprophet.so
 hold env LD_PRELOAD="$build/lib/emu/libnccl.so.2:$lib" "$fix/doctor_fixture_linked" --hold
 doctor 1 --pid "$pid"
 has "^PASS  preload +.*/libprophet.so is loaded"
-has "^FAIL  intercept +no: .*/libnccl.so.2 comes before libprophet.so in LD_PRELOAD"
+has "^FAIL  intercept +no: .*/libnccl.so.2 is preloaded ahead of libprophet.so \\(LD_PRELOAD entry 2\\)"
 kill $pid; wait $pid 2>/dev/null; pid=""
 # loaded with dlopen(), not preloaded: NCCL's own symbols come first
 hold python3 -c 'import ctypes, sys, time
