@@ -19,10 +19,12 @@
 #include <bpf/libbpf.h>
 
 #include "prophet_bw_internal.h"
+#include "prophet_cli.h"
 
 #define PROPHET_BWMON_EXIT_OK 0
 #define PROPHET_BWMON_EXIT_FAIL 1
-#define PROPHET_BWMON_EXIT_USAGE 2
+#define PROPHET_BWMON_EXIT_USAGE PROPHET_CLI_EXIT_USAGE
+#define PROPHET_BWMON_PROG "prophet-bwmon"
 #define PROPHET_BWMON_EXIT_PERM 3
 #define PROPHET_BWMON_BPF_FS_MAGIC 0xcafe4a11
 
@@ -60,9 +62,9 @@ static void prophet_bwmon_usage(FILE *f)
         "\n"
         "SYNOPSIS\n"
         "    prophet-bwmon --daemon [--pin DIR] [--shm-period-ms N] [--no-shm]\n"
-        "    prophet-bwmon --watch [--json] [--pid P] [--interval-ms N] [--count N] [--top N]\n"
-        "                  [--pin DIR]\n"
-        "    prophet-bwmon --help\n"
+        "    prophet-bwmon [--watch] --pid P [--json] [--interval-ms N] [--count N] [--pin DIR]\n"
+        "    prophet-bwmon --watch [--json] [--interval-ms N] [--count N] [--top N] [--pin DIR]\n"
+        "    prophet-bwmon --help | --version\n"
         "\n"
         "DESCRIPTION\n"
         "    The probe counts TCP payload bytes (IPv4 and IPv6) where sendmsg()/recvmsg() return,\n"
@@ -87,7 +89,8 @@ static void prophet_bwmon_usage(FILE *f)
         "                         \"tx_bytes\": N, \"rx_bytes\": N, \"tx_bps\": X, \"rx_bps\": X}\n"
         "                        tx_bytes/rx_bytes are cumulative since the probe was loaded;\n"
         "                        tx_bps/rx_bps are BYTES per second over the last interval\n"
-        "    --pid P             with --watch: only process P (a line every interval, even idle)\n"
+        "    --pid P             with --watch (implied): only process P, a line every interval,\n"
+        "                        even idle; stops when P exits (exit status 0); P must exist\n"
         "    --interval-ms N     with --watch: interval, default 1000\n"
         "    --count N           with --watch: stop after N intervals, default 0 (until SIGINT)\n"
         "    --top N             with --watch, table: the N busiest processes, default 20\n"
@@ -95,6 +98,7 @@ static void prophet_bwmon_usage(FILE *f)
         "    --shm-period-ms N   with --daemon: shared-memory export period, default 100\n"
         "    --no-shm            with --daemon: no shared-memory export\n"
         "    -h, --help          this text\n"
+        "    --version           print the version and exit\n"
         "\n"
         "PRIVILEGES\n"
         "    --daemon and --watch without a daemon load BPF: root, or CAP_BPF + CAP_PERFMON\n"
@@ -114,7 +118,8 @@ static void prophet_bwmon_usage(FILE *f)
         "\n"
         "EXIT STATUS\n"
         "    0 success; 1 failure (probe not loadable, pin or export failed, daemon already\n"
-        "    running); 2 bad usage; 3 not permitted (not root / missing capabilities).\n"
+        "    running, no process --pid P); 2 bad usage (one line naming the problem, then a\n"
+        "    pointer to --help); 3 not permitted (not root / missing capabilities).\n"
         "\n"
         "ENVIRONMENT\n"
         "    PROPHET_DEBUG=TRACE  show libbpf's own messages\n"
@@ -127,14 +132,29 @@ static void prophet_bwmon_usage(FILE *f)
         f);
 }
 
-static int prophet_bwmon_parse_int(const char *s, int min, int *out)
+/* The value of option OPT, a number MIN..10^9, into *out: 0, or -1 after the usage error. */
+static int prophet_bwmon_parse_int(const char *opt, const char *s, int min, int *out)
 {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || v < min || v > 1000000000)
+    long v;
+    if (prophet_cli_long_opt(PROPHET_BWMON_PROG, opt, s, min, 1000000000, &v))
         return -1;
     *out = (int)v;
     return 0;
+}
+
+/* Is process PID there and not yet exited (a zombie has exited)? */
+static int prophet_bwmon_alive(int pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return kill(pid, 0) == 0 || errno == EPERM;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *st = strrchr(buf, ')'); /* "pid (comm) S ..." */
+    return !st || (st[1] == ' ' && st[2] != 'Z' && st[2] != 'X');
 }
 
 static int prophet_bwmon_parse(int argc, char **argv, struct prophet_bwmon_opts *o)
@@ -151,13 +171,14 @@ static int prophet_bwmon_parse(int argc, char **argv, struct prophet_bwmon_opts 
         {"shm-period-ms", required_argument, 0, 's'},
         {"no-shm", no_argument, 0, 'n'},
         {"help", no_argument, 0, 'h'},
+        {"version", no_argument, 0, 'V'},
         {0, 0, 0, 0},
     };
     int c, bad = 0;
     *o = (struct prophet_bwmon_opts){
         .interval_ms = 1000, .top = 20, .shm_period_ms = 100, .pin_dir = PROPHET_BW_PIN_DEFAULT};
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1 && !bad) {
         switch (c) {
         case 'd':
             o->daemon = 1;
@@ -169,22 +190,22 @@ static int prophet_bwmon_parse(int argc, char **argv, struct prophet_bwmon_opts 
             o->json = 1;
             break;
         case 'p':
-            bad |= prophet_bwmon_parse_int(optarg, 1, &o->pid);
+            bad |= prophet_bwmon_parse_int("--pid", optarg, 1, &o->pid);
             break;
         case 'i':
-            bad |= prophet_bwmon_parse_int(optarg, 1, &o->interval_ms);
+            bad |= prophet_bwmon_parse_int("--interval-ms", optarg, 1, &o->interval_ms);
             break;
         case 'c':
-            bad |= prophet_bwmon_parse_int(optarg, 0, &o->count);
+            bad |= prophet_bwmon_parse_int("--count", optarg, 0, &o->count);
             break;
         case 't':
-            bad |= prophet_bwmon_parse_int(optarg, 1, &o->top);
+            bad |= prophet_bwmon_parse_int("--top", optarg, 1, &o->top);
             break;
         case 'P':
             o->pin_dir = optarg;
             break;
         case 's':
-            bad |= prophet_bwmon_parse_int(optarg, 1, &o->shm_period_ms);
+            bad |= prophet_bwmon_parse_int("--shm-period-ms", optarg, 1, &o->shm_period_ms);
             break;
         case 'n':
             o->no_shm = 1;
@@ -192,22 +213,28 @@ static int prophet_bwmon_parse(int argc, char **argv, struct prophet_bwmon_opts 
         case 'h':
             prophet_bwmon_usage(stdout);
             exit(PROPHET_BWMON_EXIT_OK);
+        case 'V':
+            prophet_cli_version(PROPHET_BWMON_PROG);
+            exit(PROPHET_BWMON_EXIT_OK);
         default:
-            fprintf(stderr, "prophet-bwmon: unknown option or missing value: %s\n",
-                    argv[optind - 1]);
+            prophet_cli_getopt_error(PROPHET_BWMON_PROG, c, argv, longopts);
             return -1;
         }
     }
-    if (bad) {
-        fprintf(stderr, "prophet-bwmon: bad number in an option (see --help)\n");
+    if (bad)
+        return -1;
+    if (o->pid && !o->daemon)
+        o->watch = 1; /* --pid P alone watches P */
+    if (optind < argc) {
+        prophet_cli_usage_error(PROPHET_BWMON_PROG, "unexpected argument '%s'", argv[optind]);
         return -1;
     }
-    if (optind < argc || o->daemon == o->watch) {
-        fprintf(stderr, "prophet-bwmon: give exactly one of --daemon or --watch (see --help)\n");
+    if (o->daemon == o->watch) {
+        prophet_cli_usage_error(PROPHET_BWMON_PROG, "give exactly one of --daemon or --watch");
         return -1;
     }
     if (strlen(o->pin_dir) > 400 || o->pin_dir[0] != '/') {
-        fprintf(stderr, "prophet-bwmon: --pin needs an absolute path\n");
+        prophet_cli_bad_value(PROPHET_BWMON_PROG, "--pin", o->pin_dir, "an absolute path");
         return -1;
     }
     return 0;
@@ -592,6 +619,11 @@ static int prophet_bwmon_watch(const struct prophet_bwmon_opts *o)
         prophet_bwmon_print_rows(o, (double)(now - t0) / 1e6, rows, nrows, &host,
                                  (double)(host.tx_bytes - host_prev.tx_bytes) / dt,
                                  (double)(host.rx_bytes - host_prev.rx_bytes) / dt);
+        if (o->pid && !prophet_bwmon_alive(o->pid)) { /* its last interval is printed */
+            fflush(stdout);
+            fprintf(stderr, "prophet-bwmon: pid %d exited\n", o->pid);
+            break;
+        }
         struct prophet_bwmon_entry *tmp = prev;
         prev = cur;
         cur = tmp;
@@ -619,6 +651,10 @@ int main(int argc, char **argv)
     struct prophet_bwmon_opts o;
     if (prophet_bwmon_parse(argc, argv, &o))
         return PROPHET_BWMON_EXIT_USAGE;
+    if (o.pid && !prophet_bwmon_alive(o.pid)) {
+        fprintf(stderr, "prophet-bwmon: --pid %d: no such process\n", o.pid);
+        return PROPHET_BWMON_EXIT_FAIL;
+    }
     struct sigaction sa = {.sa_handler = prophet_bwmon_on_signal};
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);

@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
 # Builds what a user installs (target prophet-dist: libprophet.so, its eBPF plugin and the programs)
-# with every CMake build type and every compiler, warnings as errors, in build-matrix/CC-TYPE; then
+# with every CMake build type and every compiler, warnings as errors, in build-matrix/CC-TYPE; the
+# WHOLE tree (tests included, as a user's `cmake --build` does) in the configurations named by
+# --whole (default clang-Release: gcc builds the whole tree in scripts/test.sh's own passes); then
 # libprophet.so once without the schedule-log writer (build-matrix/gcc-nolog).
-#   scripts/build-matrix.sh [--compilers "gcc clang"] [--types "Debug Release ..."] [--out DIR]
+#   scripts/build-matrix.sh [--compilers "gcc clang"] [--types "Debug Release ..."]
+#                           [--whole "clang-Release ..."] [--out DIR]
 # Exit status: the number of configurations that failed (0: all built clean).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 compilers="gcc clang"
 types="Debug Release RelWithDebInfo MinSizeRel"
+whole="clang-Release"
 out=build-matrix
 while [ $# -gt 0 ]; do
   case "$1" in
     --compilers) compilers=$2; shift 2 ;;
     --types) types=$2; shift 2 ;;
+    --whole) whole=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,5p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
     *) echo "build-matrix.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -27,12 +32,14 @@ for cc in $compilers; do
   for type in $types; do
     dir=$out/$cc-$type
     t0=$SECONDS
+    target=(--target prophet-dist) what=""
+    case " $whole " in *" $cc-$type "*) target=() what=" (whole tree)" ;; esac
     if cmake -S . -B "$dir" "${gen[@]}" -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE="$type" \
          -DPROPHET_WERROR=ON >"$dir.log" 2>&1 &&
-       cmake --build "$dir" -j"$jobs" --target prophet-dist >>"$dir.log" 2>&1; then
-      echo "build-matrix: $cc $type ok ($((SECONDS - t0)) s)"
+       cmake --build "$dir" -j"$jobs" "${target[@]}" >>"$dir.log" 2>&1; then
+      echo "build-matrix: $cc $type$what ok ($((SECONDS - t0)) s)"
     else
-      echo "build-matrix: $cc $type FAILED ($dir.log):"
+      echo "build-matrix: $cc $type$what FAILED ($dir.log):"
       grep -E "error|warning" "$dir.log" | head -20
       failed=$((failed + 1))
     fi

@@ -20,9 +20,11 @@
 
 #include "doctor.h"
 #include "prophet/config.h"
+#include "prophet_cli.h"
 
 #define DOCTOR_DRY_ENV "PROPHET_POLICY=passthrough" /* the dry mode: observe, regroup nothing */
 #define DOCTOR_MAX_ENV 4096
+#define PROG "prophet-doctor"
 
 typedef struct doctor {
     int pid;                /* the process looked at */
@@ -39,6 +41,7 @@ typedef struct doctor {
     long long calls;
     char warn_lines[8][512];
     int fails;
+    const char *argv0; /* the command (command mode) */
 } doctor_t;
 
 static doctor_proc_t doctor_proc;
@@ -57,15 +60,23 @@ static void usage(FILE *f)
           "    Prints a checklist, one line per item, each PASS, WARN or FAIL, with the fix under\n"
           "    each WARN and FAIL: libprophet.so loaded; the NCCL the job loads (path, version,\n"
           "    interposable or linked statically into another library); whether the preload saw\n"
-          "    its calls; the CUDA driver and runtime; the eBPF probe (privileges, bpffs,\n"
-          "    prophet-bwmon); the preload's knobs (PROPHET_*) as the preload parses them.\n"
+          "    its calls (a command) or whether the calls reach it (a running process); the CUDA\n"
+          "    driver and runtime; the eBPF probe (privileges, bpffs, prophet-bwmon); the\n"
+          "    preload's knobs (PROPHET_*) as the preload parses them.\n"
           "\n"
+          "OPTIONS\n"
           "    --pid PID   look at a running process (a rank of the job, not its launcher):\n"
-          "                /proc/PID/maps and /proc/PID/environ.\n"
+          "                /proc/PID/maps and /proc/PID/environ. The intercept line says whether\n"
+          "                its NCCL calls reach the preload: libprophet.so preloaded (LD_PRELOAD\n"
+          "                or /etc/ld.so.preload) ahead of every other object that defines NCCL's\n"
+          "                symbols, and NCCL loaded as a shared library.\n"
           "    COMMAND     run COMMAND under the preload in a dry mode (" DOCTOR_DRY_ENV ",\n"
           "                PROPHET_DEBUG=INFO: every call is observed and passed on, nothing is\n"
           "                regrouped) and look at the process as it exits. Use a short run of\n"
-          "                one rank's program, not a launcher.\n"
+          "                one rank's program, not a launcher. A command that never loads NCCL\n"
+          "                or makes no NCCL call fails.\n"
+          "    -h, --help  this text.\n"
+          "    --version   print the version and exit.\n"
           "\n"
           "EXIT STATUS\n"
           "    0 no FAIL line; 1 at least one FAIL; 2 usage error or the process cannot be read.\n"
@@ -377,7 +388,15 @@ static int check_nccl(void)
                  o->path);
         }
     }
-    if (!found)
+    if (!found && doctor.command)
+        line("FAIL", "nccl",
+             "run one rank's training program (e.g. python train.py with a short run), not a "
+             "launcher; if it does use NCCL, it is linked statically with its symbols hidden "
+             "(conda PyTorch): use a build that loads libnccl.so.2",
+             "the command never loaded NCCL: %s mapped no libnccl.so and no library that "
+             "defines ncclAllReduce",
+             doctor.argv0);
+    else if (!found)
         line("WARN", "nccl",
              "look at a rank once it has made its first NCCL call (--pid PID of a worker, not the "
              "launcher); if the job does use NCCL, it is linked statically with its symbols hidden "
@@ -398,9 +417,119 @@ static void check_calls(int nccl)
         line("FAIL", "calls", "see the nccl lines above",
              "NCCL was loaded but the preload saw none of its collective calls");
     else
-        line("WARN", "calls", NULL, "no NCCL call was made in the dry run");
+        line("FAIL", "calls", "see the nccl line above",
+             "the command made no NCCL call: the preload saw nothing of %s to intercept",
+             doctor.argv0);
     for (int i = 0; i < doctor.warns; i++)
         line("WARN", "preload", NULL, "said: %s", doctor.warn_lines[i]);
+}
+
+/* One entry of LD_PRELOAD (or /etc/ld.so.preload) as a loaded object: by path, else by name. */
+static const doctor_obj_t *doctor_find_loaded(const char *entry)
+{
+    char want[PATH_MAX], real[PATH_MAX];
+    int by_path = strchr(entry, '/') && realpath(entry, want);
+    for (int i = 0; i < doctor_proc.n_objs; i++) {
+        const doctor_obj_t *o = &doctor_proc.objs[i];
+        if (by_path ? realpath(o->path, real) && !strcmp(real, want)
+                    : !strcmp(doctor_base(o->path), entry))
+            return o;
+    }
+    return NULL;
+}
+
+/* What the dynamic linker preloads into the process, in its order: LD_PRELOAD's entries, then
+ * /etc/ld.so.preload's. Returns the 1-based position of libprophet.so (PRE) among those of its
+ * source (*FROM: "LD_PRELOAD" or "/etc/ld.so.preload"), 0 when it is not preloaded; *BEFORE: the
+ * first object preloaded ahead of it that exports NCCL's symbols, or NULL. */
+static int doctor_preload_position(const doctor_obj_t *pre, const char **from,
+                                   const doctor_obj_t **before)
+{
+    const char *env = doctor_getenv("LD_PRELOAD", NULL);
+    char list[2][8192], *save = NULL;
+    FILE *f = fopen("/etc/ld.so.preload", "re");
+    size_t n = f ? fread(list[1], 1, sizeof(list[1]) - 1, f) : 0;
+
+    if (f)
+        fclose(f);
+    list[1][n] = 0;
+    snprintf(list[0], sizeof(list[0]), "%s", env ? env : "");
+    *before = NULL;
+    for (int src = 0; src < 2; src++) {
+        int pos = 0;
+        *from = src ? "/etc/ld.so.preload" : "LD_PRELOAD";
+        for (char *t = strtok_r(list[src], ": \t\n", &save); t;
+             t = strtok_r(NULL, ": \t\n", &save)) {
+            const doctor_obj_t *o = doctor_find_loaded(t);
+            pos++;
+            if (o == pre)
+                return pos;
+            if (o && o->is_elf && o->exports_nccl && !*before)
+                *before = o;
+        }
+    }
+    return 0;
+}
+
+/* --pid: do the running process's NCCL calls reach the preload? The dynamic linker binds a call
+ * to the first object in its global scope that defines the symbol: the executable, then the
+ * preloaded objects in order, then the libraries in load order. */
+static void check_intercept(void)
+{
+    const doctor_obj_t *pre = doctor_find("libprophet.so", 0), *lib = NULL, *hidden = NULL;
+    const doctor_obj_t *before = NULL;
+    const char *from = NULL;
+    char errs[1024];
+    prophet_config_t cfg;
+
+    if (doctor.command)
+        return;
+    if (!pre) {
+        line("FAIL", "intercept", NULL, "no: libprophet.so is not loaded into pid %d", doctor.pid);
+        return;
+    }
+    int at = doctor_preload_position(pre, &from, &before);
+    for (int i = 0; i < doctor_proc.n_objs; i++) {
+        const doctor_obj_t *o = &doctor_proc.objs[i];
+        if (!o->is_elf || !o->defines_nccl || o == pre)
+            continue;
+        if (doctor_is(o, "libnccl") && !lib)
+            lib = o;
+        else if (!doctor_is(o, "libnccl") && !hidden)
+            hidden = o;
+    }
+    prophet_config_parse(&cfg, doctor_getenv, NULL, errs, sizeof(errs));
+    if (!at)
+        line("FAIL", "intercept", "preload it: start the job with prophet-run COMMAND...",
+             "no: %s is loaded but not preloaded (in neither LD_PRELOAD nor /etc/ld.so.preload: "
+             "dlopen()ed?), so NCCL's own symbols come first and calls bypass it",
+             pre->path);
+    else if (before)
+        line("FAIL", "intercept", "put libprophet.so first in LD_PRELOAD",
+             "no: %s is preloaded ahead of libprophet.so (%s entry %d) and defines NCCL's "
+             "symbols: calls bind to it",
+             before->path, from, at);
+    else if (!lib && hidden)
+        line("FAIL", "intercept", "see the nccl line above",
+             "no: NCCL is linked into %s, whose own calls never reach the preload", hidden->path);
+    else if (!lib)
+        line("WARN", "intercept", NULL,
+             "not yet: libprophet.so is preloaded (%s entry %d), but no NCCL is loaded in pid %d "
+             "yet",
+             from, at, doctor.pid);
+    else if (cfg.disable)
+        line("WARN", "intercept", "unset PROPHET_DISABLE",
+             "yes, and passed on untouched: PROPHET_DISABLE=1 in pid %d's environment", doctor.pid);
+    else if (!doctor_needed(lib))
+        line("WARN", "intercept", "see the nccl line above",
+             "by name only: libprophet.so is preloaded (%s entry %d); %s was loaded with dlopen(), "
+             "so calls made through dlsym() on that handle bypass it",
+             from, at, lib->path);
+    else
+        line("PASS", "intercept", NULL,
+             "yes: libprophet.so is preloaded (%s entry %d), so its NCCL symbols come before "
+             "those of %s",
+             from, at, lib->path);
 }
 
 static void check_cuda(const prophet_config_t *cfg)
@@ -515,38 +644,46 @@ static void check_knobs(prophet_config_t *cfg)
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"pid", required_argument, 0, 'p'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    int c, pid = 0;
+    static const struct option opts[] = {{"pid", required_argument, 0, 'p'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {"version", no_argument, 0, 'V'},
+                                         {0, 0, 0, 0}};
+    int c;
+    long pid = 0;
     prophet_config_t cfg;
 
-    while ((c = getopt_long(argc, argv, "+p:h", opts, NULL)) != -1) {
-        if (c == 'p')
-            pid = atoi(optarg);
-        else if (c == 'h') {
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+:p:h", opts, NULL)) != -1) {
+        if (c == 'p') {
+            if (prophet_cli_parse_long(optarg, 1, INT_MAX, &pid))
+                return prophet_cli_bad_value(PROG, "--pid", optarg, "a process id");
+        } else if (c == 'h') {
             usage(stdout);
             return 0;
+        } else if (c == 'V') {
+            prophet_cli_version(PROG);
+            return 0;
         } else {
-            usage(stderr);
-            return 2;
+            return prophet_cli_getopt_error(PROG, c, argv, opts);
         }
     }
-    if ((pid > 0) == (optind < argc)) {
-        fprintf(stderr, "usage: prophet-doctor --pid PID | prophet-doctor [--] COMMAND...\n");
-        return 2;
-    }
+    if (pid > 0 && optind < argc)
+        return prophet_cli_usage_error(PROG, "give either --pid PID or a COMMAND, not both");
+    if (pid == 0 && optind >= argc)
+        return prophet_cli_usage_error(PROG, "give --pid PID or a COMMAND to run");
     doctor_find_preload();
     if (pid > 0) {
-        doctor.pid = pid;
-        if (doctor_maps_read(pid, &doctor_proc) != 0) {
-            fprintf(stderr, "prophet-doctor: cannot read /proc/%d/maps: %s\n", pid,
-                    strerror(errno));
+        doctor.pid = (int)pid;
+        if (doctor_maps_read(doctor.pid, &doctor_proc) != 0) {
+            fprintf(stderr, "prophet-doctor: pid %d: %s\n", doctor.pid,
+                    errno == ENOENT ? "no such process" : strerror(errno));
             return 2;
         }
-        doctor_snapshot(pid);
-        printf("prophet-doctor: pid %d (%s)\n", pid, doctor.exe);
+        doctor_snapshot(doctor.pid);
+        printf("prophet-doctor: pid %d (%s)\n", doctor.pid, doctor.exe);
     } else {
         doctor.command = 1;
+        doctor.argv0 = argv[optind];
         if (!doctor.preload[0]) {
             fprintf(stderr, "prophet-doctor: libprophet.so not found beside %s\n", argv[0]);
             return 2;
@@ -567,6 +704,7 @@ int main(int argc, char **argv)
     check_preload();
     int nccl = check_nccl();
     check_calls(nccl);
+    check_intercept();
     check_knobs(&cfg);
     check_cuda(&cfg);
     check_bpf(&cfg);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "prophet_cli.h"
 #include "report.h"
 
 #define EXIT_BADLOG 1
@@ -84,6 +85,7 @@ static const char usage_text[] =
     "    --allow-truncated   read a truncated log (job killed) up to its last complete record\n"
     "                        instead of rejecting it\n"
     "    -h, --help          show this help\n"
+    "    --version           print the version and exit\n"
     "\n"
     "EXIT STATUS\n"
     "    0  at least one log was read and reported (unreadable ones are named on stderr)\n"
@@ -109,10 +111,7 @@ typedef struct args {
 
 static int usage_error(const char *fmt, const char *what)
 {
-    fputs("prophet-report: ", stderr);
-    fprintf(stderr, fmt, what);
-    fputs(" (see --help)\n", stderr);
-    return EXIT_USAGE;
+    return prophet_cli_usage_error("prophet-report", fmt, what);
 }
 
 /* 0 to run, 1 after --help, EXIT_USAGE on a bad argument. */
@@ -126,6 +125,7 @@ static int parse_args(int argc, char **argv, args_t *a)
                                          {"allow-truncated", no_argument, NULL, 'a'},
                                          {"per-rank", no_argument, NULL, 'r'},
                                          {"help", no_argument, NULL, 'h'},
+                                         {"version", no_argument, NULL, 'V'},
                                          {NULL, 0, NULL, 0}};
     memset(a, 0, sizeof(*a));
     a->iteration = a->step = -1;
@@ -153,7 +153,8 @@ static int parse_args(int argc, char **argv, args_t *a)
             errno = 0;
             long long v = strtoll(optarg, &end, 10);
             if (errno || end == optarg || *end || v < 0)
-                return usage_error("--iteration needs a non-negative integer, not '%s'", optarg);
+                return prophet_cli_bad_value("prophet-report", "--iteration", optarg,
+                                             "a non-negative integer");
             a->iteration = v;
             break;
         }
@@ -169,10 +170,11 @@ static int parse_args(int argc, char **argv, args_t *a)
         case 'h':
             fputs(usage_text, stdout);
             return 1;
-        case ':':
-            return usage_error("%s needs a value", argv[optind - 1]);
+        case 'V':
+            prophet_cli_version("prophet-report");
+            return 1;
         default:
-            return usage_error("unknown option '%s'", argv[optind - 1]);
+            return prophet_cli_getopt_error("prophet-report", c, argv, opts);
         }
     }
     if (optind >= argc)

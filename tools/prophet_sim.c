@@ -9,73 +9,94 @@
 #include <strings.h>
 
 #include "prophet/sched.h"
+#include "prophet_cli.h"
 
-#define EXIT_USAGE 2
+#define EXIT_USAGE PROPHET_CLI_EXIT_USAGE
+#define PROG "prophet-sim"
 
 /* the names of include/prophet/config.h's one list (prophet-sim does not link the parser) */
 static const char *const policy_names[PROPHET_POLICY_COUNT] = {
     PROPHET_VALUES_policy(PROPHET_ENUM_NAME)};
 
 static const char usage_text[] =
-    "Usage: prophet-sim --profile FILE [OPTION]...\n"
+    "NAME\n"
+    "    prophet-sim - predicted iteration time of every Prophet scheduling policy\n"
     "\n"
-    "Predicts the iteration time of each scheduling policy (passthrough, fusion, buckets,\n"
-    "prophet, optimal) for the gradients of a prophet-profile/1 file and prints it with its\n"
-    "ratio to the optimum (the MG-WFBP dynamic programme: the earliest possible end of the last\n"
-    "all-reduce block).\n"
+    "SYNOPSIS\n"
+    "    prophet-sim --profile FILE [OPTION]...\n"
     "\n"
-    "Model. Backward starts at t = 0; gradient i is ready at its \"ready_us\"; backward ends at\n"
-    "max(\"backward_us\", last ready). A policy cuts the gradients, in backward order, into "
-    "blocks\n"
-    "of consecutive gradients; blocks run one after another, block k starting at max(end of block\n"
-    "k-1, latest ready time of its members) and lasting ALPHA + 2(N-1)/N * bytes / BANDWIDTH "
-    "(ring\n"
-    "all-reduce over N ranks). The iteration time runs from one backward start to the next: the\n"
-    "next forward (\"forward_us\") starts as --wait says.\n"
+    "DESCRIPTION\n"
+    "    Predicts the iteration time of each scheduling policy (passthrough, fusion, buckets,\n"
+    "    prophet, optimal) for the gradients of a prophet-profile/1 file and prints it with its\n"
+    "    ratio to the optimum (the MG-WFBP dynamic programme: the earliest possible end of the\n"
+    "    last all-reduce block). The default policy (the one libprophet.so uses when\n"
+    "    PROPHET_POLICY is unset) is marked in the table.\n"
     "\n"
-    "Options:\n"
-    "  --profile FILE       prophet-profile/1 JSON file to simulate (required)\n"
-    "  --ranks N            number of ranks in the ring, 1..1048576 (default 8)\n"
-    "  --bandwidth BW       link bandwidth per rank (default 10Gbit), the grammar of\n"
-    "                       PROPHET_BANDWIDTH: bits per second with bit, Kbit, Mbit, Gbit, Tbit\n"
-    "                       (or bps, Kbps, Mbps, Gbps, Tbps; powers of 10); bytes per second\n"
-    "                       with B, KB, MB, GB (powers of 10) or KiB, MiB, GiB (powers of 2),\n"
-    "                       each optionally followed by /s. A bare number is bytes per second\n"
-    "  --alpha T            fixed cost of one all-reduce (default 60us); units us, ms, s\n"
-    "                       (a bare number is microseconds)\n"
-    "  --wait MODE          all (default): the next forward waits for the last block;\n"
-    "                       per-layer: the next forward runs layers in priority order (0 first),\n"
-    "                       the forward time shared in proportion to each gradient's backward\n"
-    "                       compute, and layer p waits only for the block holding gradient p\n"
-    "  --fusion-bytes SIZE  fusion policy: most bytes fused into one block (default 64MiB)\n"
-    "  --cycle-us US        fusion policy: cycle time in microseconds (default 1000)\n"
-    "  --bucket-bytes SIZE  buckets policy: bucket size (default 25MiB; the first is 1MiB)\n"
-    "  --credit-bytes SIZE  prophet policy: credit window after gradient 0 (default 0: one\n"
-    "                       block). SIZE: a byte count with K, M, G or KiB, MiB, GiB (powers\n"
-    "                       of 2) or KB, MB, GB (powers of 10), as the PROPHET_*_BYTES knobs\n"
-    "  --jitter FRAC        robustness check (default 0: off): plans are made on the profile\n"
-    "                       as given, then run on --trials perturbed copies in which every gap\n"
-    "                       between consecutive gradients is scaled by an independent factor\n"
-    "                       drawn uniformly from [1-FRAC, 1+FRAC] (0 <= FRAC <= 1). Iteration\n"
-    "                       times are means over the copies; the optimum is the mean of each\n"
-    "                       copy's own optimum (a clairvoyant planner), so even optimal may\n"
-    "                       exceed 1\n"
-    "  --trials N           number of perturbed copies for --jitter, 1..100000 (default 50)\n"
-    "  --seed N             seed of the perturbations (default 1)\n"
-    "  --json               print exactly one JSON object instead of the table:\n"
-    "                       {\"default\": NAME, \"policies\": {NAME: {\"iteration_us\": X,\n"
-    "                       \"ratio_to_optimum\": R}, ...}}\n"
-    "  -h, --help           print this help and exit\n"
+    "MODEL\n"
+    "    Backward starts at t = 0; gradient i is ready at its \"ready_us\"; backward ends at\n"
+    "    max(\"backward_us\", last ready). A policy cuts the gradients, in backward order, into\n"
+    "    blocks of consecutive gradients; blocks run one after another, block k starting at\n"
+    "    max(end of block k-1, latest ready time of its members) and lasting\n"
+    "    ALPHA + 2(N-1)/N * bytes / BANDWIDTH (ring all-reduce over N ranks). The iteration time\n"
+    "    runs from one backward start to the next: the next forward (\"forward_us\") starts as\n"
+    "    --wait says.\n"
     "\n"
-    "The default policy (the one libprophet uses when PROPHET_POLICY is unset) is marked in the\n"
-    "table. Exit status: 0 success, 1 the profile cannot be read or simulated, 2 bad arguments.\n";
+    "OPTIONS\n"
+    "    --profile FILE       prophet-profile/1 JSON file to simulate (required)\n"
+    "    --ranks N            number of ranks in the ring, 1..1048576 (default 8)\n"
+    "    --bandwidth BW       link bandwidth per rank (default 10Gbit), the grammar of\n"
+    "                         PROPHET_BANDWIDTH: bits per second with bit, Kbit, Mbit, Gbit,\n"
+    "                         Tbit (or bps, Kbps, Mbps, Gbps, Tbps; powers of 10); bytes per\n"
+    "                         second with B, KB, MB, GB (powers of 10) or KiB, MiB, GiB (powers\n"
+    "                         of 2), each optionally followed by /s. A bare number is bytes per\n"
+    "                         second\n"
+    "    --alpha T            fixed cost of one all-reduce (default 60us); units us, ms, s\n"
+    "                         (a bare number is microseconds)\n"
+    "    --wait MODE          all (default): the next forward waits for the last block;\n"
+    "                         per-layer: the next forward runs layers in priority order (0\n"
+    "                         first), the forward time shared in proportion to each gradient's\n"
+    "                         backward compute, and layer p waits only for the block holding\n"
+    "                         gradient p\n"
+    "    --fusion-bytes SIZE  fusion policy: most bytes fused into one block (default 64MiB)\n"
+    "    --cycle-us US        fusion policy: cycle time in microseconds (default 1000)\n"
+    "    --bucket-bytes SIZE  buckets policy: bucket size (default 25MiB; the first is 1MiB)\n"
+    "    --credit-bytes SIZE  prophet policy: credit window after gradient 0 (default 0: one\n"
+    "                         block). SIZE: a byte count with K, M, G or KiB, MiB, GiB (powers\n"
+    "                         of 2) or KB, MB, GB (powers of 10), as the PROPHET_*_BYTES knobs\n"
+    "    --jitter FRAC        robustness check (default 0: off): plans are made on the profile\n"
+    "                         as given, then run on --trials perturbed copies in which every\n"
+    "                         gap between consecutive gradients is scaled by an independent\n"
+    "                         factor drawn uniformly from [1-FRAC, 1+FRAC] (0 <= FRAC <= 1).\n"
+    "                         Iteration times are means over the copies; the optimum is the\n"
+    "                         mean of each copy's own optimum (a clairvoyant planner), so even\n"
+    "                         optimal may exceed 1\n"
+    "    --trials N           number of perturbed copies for --jitter, 1..100000 (default 50)\n"
+    "    --seed N             seed of the perturbations (default 1)\n"
+    "    --json               print exactly one JSON object instead of the table:\n"
+    "                         {\"default\": NAME, \"policies\": {NAME: {\"iteration_us\": X,\n"
+    "                         \"ratio_to_optimum\": R}, ...}}\n"
+    "    -h, --help           print this help and exit\n"
+    "    --version            print the version and exit\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    0 success; 1 the profile cannot be read or simulated; 2 bad arguments (one line naming\n"
+    "    the problem, then a pointer to --help).\n"
+    "\n"
+    "EXAMPLES\n"
+    "    prophet-sim --profile PREFIX/share/prophet/profiles/resnet50.json --ranks 8 \\\n"
+    "        --bandwidth 25Gbit --alpha 300us\n"
+    "\n"
+    "FILES\n"
+    "    PREFIX/share/prophet/profiles/*.json   the gradient profiles of common models\n"
+    "                                           (PREFIX: the install prefix, e.g. /usr)\n"
+    "\n"
+    "SEE ALSO\n"
+    "    prophet-report(1), prophet-run(1)\n";
 
-static int usage_error(const char *fmt, const char *arg)
+/* OPT: 'VALUE' is not WHAT (prophet_cli.h's usage error) */
+static int bad_value(const char *opt, const char *value, const char *what)
 {
-    fprintf(stderr, "prophet-sim: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, " (see prophet-sim --help)\n");
-    return EXIT_USAGE;
+    return prophet_cli_bad_value(PROG, opt, value, what);
 }
 
 /* Splits "12.5Gbit" into 12.5 and "Gbit"; -1 when there is no leading number. */
@@ -197,7 +218,8 @@ static int parse_args(int argc, char **argv, sim_args_t *a)
         O_CREDIT,
         O_JITTER,
         O_TRIALS,
-        O_SEED
+        O_SEED,
+        O_VERSION
     };
     static const struct option longopts[] = {
         {"profile", required_argument, 0, O_PROFILE},
@@ -214,6 +236,7 @@ static int parse_args(int argc, char **argv, sim_args_t *a)
         {"trials", required_argument, 0, O_TRIALS},
         {"seed", required_argument, 0, O_SEED},
         {"help", no_argument, 0, 'h'},
+        {"version", no_argument, 0, O_VERSION},
         {0, 0, 0, 0},
     };
     int c;
@@ -226,16 +249,16 @@ static int parse_args(int argc, char **argv, sim_args_t *a)
             break;
         case O_RANKS:
             if (parse_uint(optarg, 1, 1048576, &a->ranks))
-                return usage_error("bad --ranks '%s': expected an integer 1..1048576", optarg);
+                return bad_value("--ranks", optarg, "an integer 1..1048576");
             break;
         case O_BW:
             if (parse_bandwidth(optarg, &a->link_Bps))
-                return usage_error("bad --bandwidth '%s': expected e.g. 10Gbit, 25Gbps, 1.25GB",
-                                   optarg);
+                return bad_value("--bandwidth", optarg,
+                                 "a bandwidth such as 10Gbit, 25Gbps, 1.25GB");
             break;
         case O_ALPHA:
             if (parse_time_us(optarg, &a->alpha_us))
-                return usage_error("bad --alpha '%s': expected e.g. 300us, 0.3ms", optarg);
+                return bad_value("--alpha", optarg, "a time such as 300us, 0.3ms");
             break;
         case O_WAIT:
             if (!strcmp(optarg, "all"))
@@ -243,58 +266,57 @@ static int parse_args(int argc, char **argv, sim_args_t *a)
             else if (!strcmp(optarg, "per-layer"))
                 a->per_layer = 1;
             else
-                return usage_error("bad --wait '%s': expected all or per-layer", optarg);
+                return bad_value("--wait", optarg, "all or per-layer");
             break;
         case O_JSON:
             a->json = 1;
             break;
         case O_FUSION:
             if (parse_size(optarg, &a->popts.fusion_bytes) || !a->popts.fusion_bytes)
-                return usage_error("bad --fusion-bytes '%s': expected a size such as 64MiB",
-                                   optarg);
+                return bad_value("--fusion-bytes", optarg, "a size such as 64MiB");
             break;
         case O_CYCLE:
             if (parse_uint(optarg, 1, 100000000, &a->popts.cycle_us))
-                return usage_error("bad --cycle-us '%s': expected an integer 1..100000000", optarg);
+                return bad_value("--cycle-us", optarg, "an integer 1..100000000");
             break;
         case O_BUCKET:
             if (parse_size(optarg, &a->popts.bucket_bytes) || !a->popts.bucket_bytes)
-                return usage_error("bad --bucket-bytes '%s': expected a size such as 25MiB",
-                                   optarg);
+                return bad_value("--bucket-bytes", optarg, "a size such as 25MiB");
             break;
         case O_CREDIT:
             if (parse_size(optarg, &a->popts.credit_bytes))
-                return usage_error("bad --credit-bytes '%s': expected a size such as 4MiB", optarg);
+                return bad_value("--credit-bytes", optarg, "a size such as 4MiB");
             break;
         case O_JITTER: {
             char *end;
 
             a->jitter = strtod(optarg, &end);
             if (end == optarg || *end || !(a->jitter >= 0 && a->jitter <= 1))
-                return usage_error("bad --jitter '%s': expected a fraction 0..1", optarg);
+                return bad_value("--jitter", optarg, "a fraction 0..1");
             break;
         }
         case O_TRIALS:
             if (parse_uint(optarg, 1, 100000, &a->trials))
-                return usage_error("bad --trials '%s': expected an integer 1..100000", optarg);
+                return bad_value("--trials", optarg, "an integer 1..100000");
             break;
         case O_SEED:
             if (parse_uint(optarg, 0, 4294967295ul, &a->seed))
-                return usage_error("bad --seed '%s': expected an integer 0..4294967295", optarg);
+                return bad_value("--seed", optarg, "an integer 0..4294967295");
             break;
         case 'h':
             fputs(usage_text, stdout);
             exit(0);
-        case ':':
-            return usage_error("option '%s' needs a value", argv[optind - 1]);
+        case O_VERSION:
+            prophet_cli_version(PROG);
+            exit(0);
         default:
-            return usage_error("unknown option '%s'", argv[optind - 1]);
+            return prophet_cli_getopt_error(PROG, c, argv, longopts);
         }
     }
     if (optind < argc)
-        return usage_error("unexpected argument '%s'", argv[optind]);
+        return prophet_cli_usage_error(PROG, "unexpected argument '%s'", argv[optind]);
     if (!a->profile)
-        return usage_error("%s", "--profile FILE is required");
+        return prophet_cli_usage_error(PROG, "--profile FILE is required");
     return 0;
 }
 

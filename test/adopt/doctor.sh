@@ -3,10 +3,15 @@
 #   linked  PASS nccl (interposable, version), PASS calls (the dry run saw the 4 all-reduces)
 #   dlopen  WARN nccl (loaded with dlopen), FAIL calls (the preload saw none), exit 1
 #   static  FAIL nccl naming libfixture_framework.so, exit 1
-#   none    WARN nccl (no NCCL), exit 0
+#   none    FAIL nccl (the command never loaded NCCL), FAIL calls (made none), exit 1; the same
+#           for `-- sleep 0.1`
 #   ebpf    BWMON=off, pinned maps, bpffs and privileges as here; without capabilities
 #           (setpriv), without bpffs (a mount namespace), where root and those tools allow
-#   --pid   a running process with and without the preload; knobs read from its environment
+#   --pid   a running process with and without the preload; knobs read from its environment;
+#           whether its calls are intercepted (intercept: yes; no when another object defining
+#           NCCL's symbols is preloaded first, when libprophet.so is dlopen()ed and not preloaded,
+#           or not loaded; not yet before NCCL is loaded)
+#   usage   --version, usage errors (tools/prophet_cli.h), --pid of no process
 # usage: doctor.sh BUILD FIXTURES
 set -u
 build=$1 fix=$2
@@ -46,9 +51,13 @@ doctor 1 -- "$fix/doctor_fixture_static"
 has "^FAIL  nccl +NCCL is linked statically into .*/libfixture_framework.so"
 echo "static: ok"
 
-doctor 0 -- "$fix/doctor_fixture_none"
-has "^WARN  nccl +no NCCL is loaded"
-hasnt "^FAIL"
+doctor 1 -- "$fix/doctor_fixture_none"
+has "^FAIL  nccl +the command never loaded NCCL: .*doctor_fixture_none mapped no libnccl.so"
+has "^FAIL  calls +the command made no NCCL call"
+has "^prophet-doctor: FAIL"
+doctor 1 -- sleep 0.1
+has "^FAIL  nccl +the command never loaded NCCL: sleep "
+has "^FAIL  calls +the command made no NCCL call"
 echo "none: ok"
 
 # eBPF: privileges, bpffs and prophet-bwmon's pinned maps as this machine has them, then without
@@ -99,19 +108,56 @@ done
 doctor 1 --pid "$pid"
 has "^PASS  preload +.*/libprophet.so is loaded"
 has "^PASS  nccl +.*/libnccl.so.2, version"
+has "^PASS  intercept +yes: libprophet.so is preloaded \(LD_PRELOAD entry 1\), so its NCCL symbols come before those of .*/libnccl.so.2"
 has '^FAIL  knobs +ignoring PROPHET_GATE="?sideways'
 hasnt "^.{4}  calls" # no dry run against a pid
 kill $pid; wait $pid 2>/dev/null; pid=""
+hold() { # COMMAND...: started in the background as $pid, once it has said "ready"
+    : >"$tmp/rank" # emptied here: the background redirection comes later, the last "ready" is there
+    "$@" >"$tmp/rank" 2>&1 &
+    pid=$!
+    i=0
+    while ! grep -q ready "$tmp/rank" 2>/dev/null; do
+        i=$((i + 1)); [ $i -lt 100 ] || fail "$* did not start"; sleep 0.1
+    done
+}
 # the same without the preload
-"$fix/doctor_fixture_linked" --hold >"$tmp/rank" 2>&1 &
-pid=$!
-i=0
-while ! grep -q ready "$tmp/rank" 2>/dev/null; do
-    i=$((i + 1)); [ $i -lt 100 ] || fail "the fixture did not start"; sleep 0.1
-done
+hold "$fix/doctor_fixture_linked" --hold
 doctor 1 --pid "$pid"
 has "^FAIL  preload +libprophet.so is not loaded"
 has "fix: start the job with prophet-run"
+has "^FAIL  intercept +no: libprophet.so is not loaded into pid $pid"
+kill $pid; wait $pid 2>/dev/null; pid=""
+# preloaded, but after another object that defines NCCL's symbols: calls bind to that one
+lib=$(cd "$build/lib" && pwd -P)/libprophet.so
+hold env LD_PRELOAD="$build/lib/emu/libnccl.so.2:$lib" "$fix/doctor_fixture_linked" --hold
+doctor 1 --pid "$pid"
+has "^PASS  preload +.*/libprophet.so is loaded"
+has "^FAIL  intercept +no: .*/libnccl.so.2 is preloaded ahead of libprophet.so \\(LD_PRELOAD entry 2\\)"
+kill $pid; wait $pid 2>/dev/null; pid=""
+# loaded with dlopen(), not preloaded: NCCL's own symbols come first
+hold python3 -c 'import ctypes, sys, time
+ctypes.CDLL(sys.argv[1]); print("ready", flush=True); time.sleep(60)' "$lib"
+doctor 1 --pid "$pid"
+has "^FAIL  intercept +no: $lib is loaded but not preloaded"
+kill $pid; wait $pid 2>/dev/null; pid=""
+# preloaded, NCCL not loaded yet
+hold "$build/bin/prophet-run" sh -c 'echo ready; exec sleep 60'
+doctor 0 --pid "$pid"
+has "^WARN  intercept +not yet: libprophet.so is preloaded \(LD_PRELOAD entry 1\), but no NCCL"
+kill $pid; wait $pid 2>/dev/null; pid=""
 echo "--pid: ok"
+
+# the command line: --version, usage errors, a pid that is no process
+"$doc" --version >"$tmp/out" 2>&1 || fail "--version failed"
+has "^prophet-doctor \(Prophet for NCCL\) [0-9]+\.[0-9]+\.[0-9]+$"
+doctor 2 --pid abc
+has "^prophet-doctor: --pid: 'abc' is not a process id$"
+has "^Try 'prophet-doctor --help'\.$"
+doctor 2 --bogus
+has "^prophet-doctor: unknown option '--bogus'$"
+doctor 2 --pid 999999999
+has "^prophet-doctor: pid 999999999: no such process$"
+echo "usage: ok"
 "$doc" --help | grep -q "^SYNOPSIS" || fail "--help has no SYNOPSIS"
 echo "PASS"

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs the build tree to a temporary prefix with `cmake --install` and runs the demo job (the
 # emulated cluster) against the installed copy: the preload from PREFIX/lib, its eBPF plugin beside
-# it, the programs from PREFIX/bin, the profile from PREFIX/share/prophet/profiles.
+# it, the programs (prophet-emu too) from PREFIX/bin, the profile from PREFIX/share/prophet/profiles.
 # usage: install.sh BUILD
 set -u
 build=$1
@@ -24,10 +24,11 @@ prof=$prefix/share/prophet/profiles/resnet50.json
 [ -f "$prof" ] || fail "no profiles installed"
 [ -f "$prefix/share/doc/prophet/README.md" ] || fail "no docs installed"
 
-# The demo job, preloaded from the install prefix (prophet-emu and the emulated CUDA/NCCL are test
-# doubles: they stay in the build tree).
-env LD_LIBRARY_PATH="$build/lib/emu" LD_PRELOAD="$libdir/libprophet.so" PROPHET_DEBUG=INFO \
-    PROPHET_GATE=observe "$build/bin/prophet-emu" --timeout 60 --quiet --ranks 2 --profile "$prof" \
+# The demo job, all from the install prefix: the preload, and prophet-emu, which finds the emulated
+# CUDA and NCCL in LIBDIR/prophet/emu through its RUNPATH (no LD_LIBRARY_PATH).
+[ -x "$prefix/bin/prophet-emu" ] || fail "no bin/prophet-emu installed"
+env -u LD_LIBRARY_PATH LD_PRELOAD="$libdir/libprophet.so" PROPHET_DEBUG=INFO \
+    PROPHET_GATE=observe "$prefix/bin/prophet-emu" --timeout 60 --quiet --ranks 2 --profile "$prof" \
     --mode ddp --iters 30 --scale 0.05 --elements-scale 0.01 >"$out" 2>&1 ||
     fail "the demo job failed under the installed preload"
 n=$(grep -c "prophet: .*INFO summary comm .*calls=[1-9]" "$out")

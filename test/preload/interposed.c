@@ -341,6 +341,29 @@ static size_t dsize(ncclDataType_t t)
     }
 }
 
+/* IEEE half precision by hand (not every compiler has _Float16 on x86-64: Debian 12's clang 14
+ * does not): zero and normal numbers only, truncated, which is exact for the values here. */
+static uint16_t half_from_float(float f)
+{
+    uint32_t bits;
+    memcpy(&bits, &f, 4);
+    uint16_t sign = (uint16_t)(bits >> 16 & 0x8000u);
+    int exp = (int)(bits >> 23 & 0xff) - 127 + 15;
+    if ((bits & 0x7fffffffu) == 0 || exp <= 0)
+        return sign;
+    return (uint16_t)(sign | (uint32_t)exp << 10 | (bits & 0x7fffffu) >> 13);
+}
+
+static float half_to_float(uint16_t h)
+{
+    uint32_t bits = (uint32_t)(h & 0x8000u) << 16;
+    float f;
+    if (h & 0x7fffu)
+        bits |= ((uint32_t)(h >> 10 & 0x1f) - 15 + 127) << 23 | (uint32_t)(h & 0x3ffu) << 13;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
 /* Small integers and halves only: exact in every type here. */
 static void put(void *p, ncclDataType_t t, size_t i, double v)
 {
@@ -367,7 +390,7 @@ static void put(void *p, ncclDataType_t t, size_t i, double v)
         ((uint64_t *)p)[i] = (uint64_t)v;
         break;
     case ncclFloat16:
-        ((_Float16 *)p)[i] = (_Float16)v;
+        ((uint16_t *)p)[i] = half_from_float(f);
         break;
     case ncclBfloat16: /* the top half of a float32 whose low mantissa bits are 0 */
         memcpy(&bits, &f, 4);
@@ -401,7 +424,7 @@ static double get(const void *p, ncclDataType_t t, size_t i)
     case ncclUint64:
         return (double)((const uint64_t *)p)[i];
     case ncclFloat16:
-        return (double)((const _Float16 *)p)[i];
+        return half_to_float(((const uint16_t *)p)[i]);
     case ncclBfloat16:
         bits = (uint32_t)((const uint16_t *)p)[i] << 16;
         memcpy(&f, &bits, 4);

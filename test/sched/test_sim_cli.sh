@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # prophet-sim's command line: --help documents every option, bad arguments give one line and
-# exit 2, --json prints exactly one object with every policy; sim-table.sh --check fails on a
+# the pointer to --help (tools/prophet_cli.h) and exit 2, --json prints exactly one object with every policy; sim-table.sh --check fails on a
 # simulator that reports a default policy far from the optimum.
 set -u
 sim="$1"; profiles="$2"; table="$3"
@@ -9,14 +9,16 @@ tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
 
 "$sim" --help >"$tmp/help" || fail "--help exit status"
 for opt in --profile --ranks --bandwidth --alpha --wait --fusion-bytes --cycle-us --bucket-bytes \
-           --credit-bytes --jitter --trials --seed --json --help; do
+           --credit-bytes --jitter --trials --seed --json --help --version; do
   grep -q -- "$opt" "$tmp/help" || fail "--help does not document $opt"
 done
 p="$profiles/resnet50.json"
 check_bad() {
   "$sim" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?
   [ $rc -eq 2 ] || fail "'$*' exited $rc, want 2"
-  [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "'$*' wrote $(wc -l <"$tmp/err") lines to stderr"
+  [ "$(wc -l <"$tmp/err")" -eq 2 ] || fail "'$*' wrote $(wc -l <"$tmp/err") lines to stderr"
+  grep -q "^prophet-sim: " "$tmp/err" || fail "'$*': no 'prophet-sim: ' line"
+  [ "$(tail -n 1 "$tmp/err")" = "Try 'prophet-sim --help'." ] || fail "'$*': no pointer to --help"
   [ ! -s "$tmp/out" ] || fail "'$*' wrote to stdout"
 }
 check_bad

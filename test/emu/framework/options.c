@@ -9,6 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "prophet_cli.h"
+
+#define PROG "prophet-emu"
+
 static const char usage_text[] =
     "NAME\n"
     "    prophet-emu - emulate a data-parallel training job on the emulated GPU cluster\n"
@@ -188,6 +192,7 @@ static const char usage_text[] =
     "    --timeout SEC        kill every rank and exit 3 if the run lasts longer (default 300)\n"
     "    --quiet              no summary line on stdout\n"
     "    --help               this text\n"
+    "    --version            print the version and exit\n"
     "\n"
     "OUTPUT\n"
     "    A summary line on stdout (unless --quiet): mode, ranks, median and mean iteration time\n"
@@ -226,12 +231,17 @@ static const char usage_text[] =
     "    3  timeout: the ranks were killed after --timeout seconds\n"
     "\n"
     "ENVIRONMENT\n"
-    "    Link or LD_LIBRARY_PATH must select the emulated libraries (build/lib/emu); prophet-emu\n"
-    "    carries an RPATH to them. LD_PRELOAD=build/lib/libprophet.so adds the interposer.\n"
+    "    Link or LD_LIBRARY_PATH must select the emulated libraries; prophet-emu carries an\n"
+    "    RPATH to them: build/lib/emu in the build tree, LIBDIR/prophet/emu once installed (never\n"
+    "    on the loader's own path, so a real GPU's libraries are untouched). prophet-run (or\n"
+    "    LD_PRELOAD=libprophet.so) adds the interposer.\n"
     "    EMU_CUDA_QUEUE_DEPTH=D (emulated driver): a launch onto a stream that holds D pending\n"
     "    operations blocks the host until it finishes one (default 1024; 0: unbounded).\n"
     "\n"
     "EXAMPLES\n"
+    "    prophet-run prophet-emu --ranks 4 --mode ddp --iters 50 --scale 0.5 --elements-scale 0.05 "
+    "\\\n"
+    "        --profile /usr/share/prophet/profiles/resnet50.json   # the demo job (.deb paths)\n"
     "    prophet-emu --ranks 4 --profile profiles/resnet50.json --mode ddp --iters 10\n"
     "    prophet-emu --ranks 8 --profile profiles/resnet50.json --mode horovod --iters 5 \\\n"
     "        --scale 0.05 --elements-scale 0.01 --json out.json\n"
@@ -320,6 +330,7 @@ enum {
     OPT_TP_ELEMENTS,
     OPT_ACCUMULATE,
     OPT_HELP,
+    OPT_VERSION,
 };
 
 static const struct option long_opts[] = {
@@ -362,13 +373,16 @@ static const struct option long_opts[] = {
     {"tp-elements", required_argument, NULL, OPT_TP_ELEMENTS},
     {"accumulate", required_argument, NULL, OPT_ACCUMULATE},
     {"help", no_argument, NULL, OPT_HELP},
+    {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
 };
 
-static int bad(const char *opt, const char *val, const char *why)
+/* --OPT: 'VAL' is not WHAT (tools/prophet_cli.h's usage error); returns 2 */
+static int bad(const char *opt, const char *val, const char *what)
 {
-    fprintf(stderr, "prophet-emu: --%s '%s': %s (see --help)\n", opt, val, why);
-    return 2;
+    char name[64];
+    snprintf(name, sizeof(name), "--%s", opt);
+    return prophet_cli_bad_value(PROG, name, val, what);
 }
 
 static int parse_long(const char *opt, const char *s, long lo, long hi, long *out)
@@ -380,7 +394,7 @@ static int parse_long(const char *opt, const char *s, long lo, long hi, long *ou
     v = strtol(s, &end, 10);
     if (errno || end == s || *end || v < lo || v > hi) {
         char why[96];
-        snprintf(why, sizeof(why), "expected an integer in %ld..%ld", lo, hi);
+        snprintf(why, sizeof(why), "an integer %ld..%ld", lo, hi);
         return bad(opt, s, why);
     }
     *out = v;
@@ -396,7 +410,7 @@ static int parse_double(const char *opt, const char *s, double lo_excl, double h
     v = strtod(s, &end);
     if (errno || end == s || *end || !isfinite(v) || v <= lo_excl || v > hi) {
         char why[96];
-        snprintf(why, sizeof(why), "expected a number > %g and <= %g", lo_excl, hi);
+        snprintf(why, sizeof(why), "a number > %g and <= %g", lo_excl, hi);
         return bad(opt, s, why);
     }
     *out = v;
@@ -489,7 +503,7 @@ static int parse_one(int c, const char *arg, struct emu_options *o)
         return 0;
     case OPT_PROFILE:
         if (!*arg)
-            return bad(name, arg, "empty file name");
+            return bad(name, arg, "a file name");
         o->profile = arg;
         return 0;
     case OPT_MODE:
@@ -502,7 +516,7 @@ static int parse_one(int c, const char *arg, struct emu_options *o)
         else if (!strcmp(arg, "per-param-sync"))
             o->mode = EMU_MODE_PER_PARAM_SYNC;
         else
-            return bad(name, arg, "expected per-tensor, ddp, horovod or per-param-sync");
+            return bad(name, arg, "per-tensor, ddp, horovod or per-param-sync");
         return 0;
     case OPT_ITERS:
         if (parse_long(name, arg, 1, EMU_MAX_ITERS, &v))
@@ -516,7 +530,7 @@ static int parse_one(int c, const char *arg, struct emu_options *o)
         return 0;
     case OPT_JSON:
         if (!*arg)
-            return bad(name, arg, "empty file name");
+            return bad(name, arg, "a file name");
         o->json = arg;
         return 0;
     case OPT_WAIT:
@@ -527,7 +541,7 @@ static int parse_one(int c, const char *arg, struct emu_options *o)
         else if (!strcmp(arg, "none"))
             o->wait = EMU_WAIT_NONE;
         else
-            return bad(name, arg, "expected all, per-layer or none");
+            return bad(name, arg, "all, per-layer or none");
         return 0;
     case OPT_SCALE:
         return parse_double(name, arg, 0.0, 1000.0, &o->scale) ? 2 : 0;
@@ -566,13 +580,11 @@ static int parse_one(int c, const char *arg, struct emu_options *o)
         long it = strtol(arg, &end, 10);
         double mbit;
         if (end == arg || *end != ':' || it < 0 || it > INT_MAX) {
-            fprintf(stderr, "prophet-emu: --bw-change-at %s: want ITER:MBIT, e.g. 120:250\n", arg);
-            return 2;
+            return bad(name, arg, "ITER:MBIT, e.g. 120:250");
         }
         mbit = strtod(end + 1, &end);
         if (*end || !(mbit >= 0) || mbit > 1e7) {
-            fprintf(stderr, "prophet-emu: --bw-change-at %s: want ITER:MBIT, e.g. 120:250\n", arg);
-            return 2;
+            return bad(name, arg, "ITER:MBIT, e.g. 120:250");
         }
         o->bw_change_iter = (int)it;
         o->bw_change_Bps = mbit * 1e6 / 8;
@@ -589,7 +601,7 @@ static int parse_one(int c, const char *arg, struct emu_options *o)
         else if (!strcmp(arg, "STOP"))
             o->kill_signal = SIGSTOP;
         else
-            return bad(name, arg, "expected KILL or STOP");
+            return bad(name, arg, "KILL or STOP");
         return 0;
     case OPT_CHANGE_AT_ITER:
         if (parse_long(name, arg, 0, EMU_MAX_ITERS - 1, &v))
@@ -612,7 +624,7 @@ static int parse_one(int c, const char *arg, struct emu_options *o)
         errno = 0;
         unsigned long long s = strtoull(arg, &end, 0);
         if (errno || end == arg || *end || arg[0] == '-')
-            return bad(name, arg, "expected a non-negative integer");
+            return bad(name, arg, "a non-negative integer");
         o->seed = s;
         return 0;
     }
@@ -630,7 +642,7 @@ static int parse_one(int c, const char *arg, struct emu_options *o)
         else if (!strcmp(arg, "driver"))
             o->cuda_api = EMU_CUDA_API_DRIVER;
         else
-            return bad(name, arg, "expected runtime or driver");
+            return bad(name, arg, "runtime or driver");
         return 0;
     case OPT_CURRENT_STREAM:
         o->current_stream = 1;
@@ -651,12 +663,10 @@ static int parse_one(int c, const char *arg, struct emu_options *o)
 static int check_extras(struct emu_options *o)
 {
     if (o->eval_calls && !o->eval_every) {
-        fprintf(stderr, "prophet-emu: --eval-calls needs --eval-every\n");
-        return 2;
+        return prophet_cli_usage_error(PROG, "--eval-calls needs --eval-every");
     }
     if (o->tp_elements && !o->tp_comm) {
-        fprintf(stderr, "prophet-emu: --tp-elements needs --tp-comm\n");
-        return 2;
+        return prophet_cli_usage_error(PROG, "--tp-elements needs --tp-comm");
     }
     if (!o->eval_calls)
         o->eval_calls = 1;
@@ -678,62 +688,51 @@ static int check_required(struct emu_options *o)
     else if (!o->iters)
         missing = "--iters";
     if (missing) {
-        fprintf(stderr, "prophet-emu: missing required option %s (see --help)\n", missing);
-        return 2;
+        return prophet_cli_usage_error(PROG, "missing required option %s", missing);
     }
     if (o->mismatch_rank >= o->ranks) {
-        fprintf(stderr, "prophet-emu: --mismatch-rank %d: must be below --ranks %d\n",
-                o->mismatch_rank, o->ranks);
-        return 2;
+        return prophet_cli_usage_error(PROG, "--mismatch-rank %d: must be below --ranks %d",
+                                       o->mismatch_rank, o->ranks);
     }
     if (o->corrupt_rank >= o->ranks) {
-        fprintf(stderr, "prophet-emu: --corrupt-rank %d: must be below --ranks %d\n",
-                o->corrupt_rank, o->ranks);
-        return 2;
+        return prophet_cli_usage_error(PROG, "--corrupt-rank %d: must be below --ranks %d",
+                                       o->corrupt_rank, o->ranks);
     }
     if (o->mismatch_rank >= 0 && o->warmup + o->iters < 2) {
-        fprintf(stderr, "prophet-emu: --mismatch-rank needs at least 2 iterations "
-                        "(--warmup + --iters)\n");
-        return 2;
+        return prophet_cli_usage_error(PROG, "--mismatch-rank needs at least 2 iterations "
+                                             "(--warmup + --iters)");
     }
     if (o->kill_rank >= o->ranks || (o->kill_rank >= 0 && o->ranks < 2)) {
-        fprintf(stderr, "prophet-emu: --kill-rank %d: must be below --ranks %d (at least 2)\n",
-                o->kill_rank, o->ranks);
-        return 2;
+        return prophet_cli_usage_error(
+            PROG, "--kill-rank %d: must be below --ranks %d (at least 2)", o->kill_rank, o->ranks);
     }
     if (o->kill_rank >= 0 && o->kill_at_iter >= o->warmup + o->iters) {
-        fprintf(stderr, "prophet-emu: --kill-at-iter %d: the run has %d iterations\n",
-                o->kill_at_iter, o->warmup + o->iters);
-        return 2;
+        return prophet_cli_usage_error(PROG, "--kill-at-iter %d: the run has %d iterations",
+                                       o->kill_at_iter, o->warmup + o->iters);
     }
     if (o->bucket_view && o->mode != EMU_MODE_DDP) {
-        fprintf(stderr, "prophet-emu: --bucket-view needs --mode ddp\n");
-        return 2;
+        return prophet_cli_usage_error(PROG, "--bucket-view needs --mode ddp");
     }
     if ((o->current_stream || o->scale_each) && o->mode != EMU_MODE_PER_PARAM_SYNC) {
-        fprintf(stderr, "prophet-emu: --current-stream and --scale-each need --mode "
-                        "per-param-sync\n");
-        return 2;
+        return prophet_cli_usage_error(PROG, "--current-stream and --scale-each need --mode "
+                                             "per-param-sync");
     }
     if (o->unhooked_consumer && (o->mode != EMU_MODE_PER_PARAM_SYNC || o->scale_each)) {
-        fprintf(stderr, "prophet-emu: --unhooked-consumer needs --mode per-param-sync "
-                        "(without --scale-each)\n");
-        return 2;
+        return prophet_cli_usage_error(PROG, "--unhooked-consumer needs --mode per-param-sync "
+                                             "(without --scale-each)");
     }
     if (o->change_at_iter >= 0 && o->mode != EMU_MODE_PER_TENSOR) {
-        fprintf(stderr, "prophet-emu: --change-at-iter needs --mode per-tensor\n");
-        return 2;
+        return prophet_cli_usage_error(PROG, "--change-at-iter needs --mode per-tensor");
     }
     if (o->rss_at >= 0 && o->rss_at >= o->warmup + o->iters) {
-        fprintf(stderr, "prophet-emu: --rss %d: the run has %d iterations\n", o->rss_at,
-                o->warmup + o->iters);
-        return 2;
+        return prophet_cli_usage_error(PROG, "--rss %d: the run has %d iterations", o->rss_at,
+                                       o->warmup + o->iters);
     }
     if (check_extras(o))
         return 2;
     if ((long)o->warmup + o->iters > EMU_MAX_ITERS) {
-        fprintf(stderr, "prophet-emu: --warmup + --iters must not exceed %d\n", EMU_MAX_ITERS);
-        return 2;
+        return prophet_cli_usage_error(PROG, "--warmup + --iters must not exceed %d",
+                                       EMU_MAX_ITERS);
     }
     return 0;
 }
@@ -750,21 +749,16 @@ int emu_options_parse(int argc, char **argv, struct emu_options *o)
             emu_options_usage(stdout);
             return 1;
         }
-        if (c == '?') {
-            fprintf(stderr, "prophet-emu: unknown option '%s' (see --help)\n", argv[optind - 1]);
-            return 2;
+        if (c == OPT_VERSION) {
+            prophet_cli_version(PROG);
+            return 1;
         }
-        if (c == ':') {
-            fprintf(stderr, "prophet-emu: option '%s' needs a value (see --help)\n",
-                    argv[optind - 1]);
-            return 2;
-        }
+        if (c == '?' || c == ':')
+            return prophet_cli_getopt_error(PROG, c, argv, long_opts);
         if (parse_one(c, optarg, o))
             return 2;
     }
-    if (optind < argc) {
-        fprintf(stderr, "prophet-emu: unexpected argument '%s' (see --help)\n", argv[optind]);
-        return 2;
-    }
+    if (optind < argc)
+        return prophet_cli_usage_error(PROG, "unexpected argument '%s'", argv[optind]);
     return check_required(o);
 }
