@@ -3,7 +3,9 @@
 #   scripts/test.sh            normal build + all default tests, then ASan+UBSan and TSan passes
 #                              over the tests labelled `sanitize`, then short libFuzzer runs, then
 #                              what a user installs built with gcc and clang in the four build
-#                              types, warnings as errors (scripts/build-matrix.sh, ~1-2 min)
+#                              types, warnings as errors, the whole tree with clang Release
+#                              (scripts/build-matrix.sh, ~1-2 min), then the Debian package built,
+#                              installed, run and removed (scripts/deb-check.sh, root, ~20 s)
 #   scripts/test.sh --quick    normal build + default tests only (no sanitizers, fuzz, matrix)
 #   scripts/test.sh --long     also the tests labelled `long`
 # Build trees: build/ (normal), build-asan/, build-tsan/. Exit status: ctest's.
@@ -94,7 +96,15 @@ if [ $quick -eq 0 ]; then
     total_failed=$((total_failed + 1)); rc=1
   fi
   echo "=== build matrix: $((SECONDS - t0)) s"
+  # The Debian package: cpack -G DEB from build/, dpkg -i, the demo job from the installed files,
+  # dpkg -r (root only; exit 77 = skipped). ~20 s.
+  echo "=== Debian package (scripts/deb-check.sh)"; t0=$SECONDS
+  bash scripts/deb-check.sh build; st=$?
+  if [ $st -eq 0 ]; then total_passed=$((total_passed + 1))
+  elif [ $st -eq 77 ]; then total_skipped=$((total_skipped + 1))
+  else total_failed=$((total_failed + 1)); rc=1; fi
+  echo "=== Debian package: $((SECONDS - t0)) s"
 fi
-echo "=== all passes (normal$([ $quick -eq 0 ] && echo ', ASan+UBSan, TSan, fuzz, build matrix'))"
+echo "=== all passes (normal$([ $quick -eq 0 ] && echo ', ASan+UBSan, TSan, fuzz, build matrix, package'))"
 echo "summary: $total_passed passed, $total_failed failed, $total_skipped skipped"
 exit $rc
