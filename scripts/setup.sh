@@ -3,7 +3,7 @@
 # missing, and runs `apt-get update` only when something is.
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config clang llvm libclang-rt-14-dev libbpf-dev bpftool
-      libjansson-dev iproute2 python3 util-linux procps librsvg2-bin)
+      libjansson-dev iproute2 python3 util-linux procps librsvg2-bin man-db groff-base)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
