@@ -57,4 +57,4 @@ print(f"  after the first {settled} iterations: {bs/1e3:.1f} ms vs {ps/1e3:.1f} 
 EOP
 grep -h "prophet: .*INFO" "$out/prophet.err" | grep -E "plan v[0-9]+ agreed" | tail -1 | sed 's/^/  /'
 grep -h "prophet: .*INFO summary" "$out/prophet.err" | head -1 | sed 's/^/  /'
-echo "demo: schedule logs in $out/log (prophet-report $out/log/*.json)"
+echo "demo: schedule logs in $out/log (prophet-report $out/log)"
