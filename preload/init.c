@@ -14,6 +14,7 @@
 #include "exit_check.h"
 #include "nccl_symbols.h"
 #include "settings.h"
+#include "start_line.h"
 
 _Atomic int prophet_mode;
 
@@ -134,6 +135,7 @@ __attribute__((destructor)) static void prophet_fini(void)
 
 int prophet_init(void)
 {
+    char nccl[32];
     int mode;
 
     pthread_mutex_lock(&prophet_init_lock);
@@ -159,7 +161,8 @@ int prophet_init(void)
     pthread_atfork(NULL, NULL, prophet_atfork_child);
     atexit(prophet_atexit);
     mode = PROPHET_MODE_ACTIVE;
-    prophet_msg(PROPHET_LOG_INFO, "active: NCCL %d, gate %s, policy %s", prophet_nccl_version(),
+    prophet_msg(PROPHET_LOG_INFO, "active: NCCL %s, gate %s, policy %s",
+                prophet_nccl_version_text(prophet_nccl_version(), nccl, sizeof(nccl)),
                 prophet_gate_name(prophet_cfg.gate), prophet_policy_name(prophet_cfg_policy()));
 out:
     atomic_store_explicit(&prophet_mode, mode, memory_order_release);

@@ -12,6 +12,9 @@ echo "without: $a" | tr '\n' ' '; echo
 echo "with:    $b" | tr '\n' ' '; echo
 grep "prophet:" /tmp/prophet-real-nccl.$$
 ver=$(echo "$a" | sed -n 's/.*version=\([0-9]*\).*/\1/p')
+# the line names the version as NCCL does (2.28.9), from its code (22809)
+ver=$(echo "$ver" | awk '{ c = $1 + 0; if (c >= 10000) printf "%d.%d.%d", c / 10000, c % 10000 / 100, c % 100;
+                            else printf "%d.%d.%d", c / 1000, c % 1000 / 100, c % 100 }')
 active=$(grep -c "^prophet: .*INFO active: NCCL $ver," /tmp/prophet-real-nccl.$$)
 rm -f /tmp/prophet-real-nccl.$$
 [ -n "$ver" ] || { echo "FAIL: no version printed"; exit 1; }
