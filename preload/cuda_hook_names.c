@@ -17,6 +17,14 @@ static const struct prophet_cuhook_info prophet_cuhook_infos[PROPHET_CUHOOK_COUN
 #undef PROPHET_CUHOOK_INFO
 };
 
+/* The requested CUDA versions that get entry i's ABI, {first, last}; {0, 0}: unknown (not an entry
+ * cuda.h maps a name to, or no prototype of cudaTypedefs.h has its parameters). */
+static const int prophet_cuhook_abi[PROPHET_CUHOOK_COUNT][2] = {
+#define PROPHET_CUHOOK_ABI(sym, first, last) [PROPHET_CUHOOK_##sym] = {first, last},
+    PROPHET_CUDA_HOOK_ABI(PROPHET_CUHOOK_ABI)
+#undef PROPHET_CUHOOK_ABI
+};
+
 static int prophet_cuhook_streq(const char *a, const char *b)
 {
     while (*a && *a == *b)
@@ -66,6 +74,12 @@ int prophet_cuhook_same_proc(int i, const char *proc)
     while (*proc && *proc == *n)
         proc++, n++;
     return !*proc && n[0] == '_' && (n[1] == 'v' || n[1] == 'p');
+}
+
+int prophet_cuhook_abi_matches(int i, int version)
+{
+    return prophet_cuhook_abi[i][0] > 0 && version >= prophet_cuhook_abi[i][0] &&
+           version <= prophet_cuhook_abi[i][1];
 }
 
 const char *prophet_cuhook_name(int i)

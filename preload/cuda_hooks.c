@@ -43,6 +43,7 @@ static void *const prophet_cuhook_wrapper[PROPHET_CUHOOK_COUNT] = {
 
 static void *_Atomic prophet_cuhook_real_fn[PROPHET_CUHOOK_COUNT];
 static atomic_int prophet_cuhook_warned[PROPHET_CUHOOK_COUNT];
+static atomic_int prophet_cuhook_abi_warned[PROPHET_CUHOOK_COUNT]; /* by the name's plain entry */
 
 /* prophet_cfg (PROPHET_DEBUG, PROPHET_CUDA_LIB): a process reaches the driver before NCCL, whose
  * first call runs the rest of prophet_init. */
@@ -127,9 +128,33 @@ void *prophet_cuhook_dlsym(int i, void *found)
     return prophet_cuhook_wrapper[i];
 }
 
+/* cuGetProcAddress answered `p`, which no exported symbol of the table names, for a wrapped
+ * `symbol` at `version`: entry i is what cuda.h maps the name to. Its wrapper only when `version`
+ * is known to get entry i's ABI; else the driver's pointer, unwrapped (its calls bypass the holding
+ * engine), with one WARN per name. */
+static void *prophet_cuhook_procaddr_unnamed(const char *symbol, void *p, int version, int i)
+{
+    int w = prophet_cuhook_find_current(symbol, 0);
+
+    if (prophet_cuhook_abi_matches(i, version))
+        return prophet_cuhook_wrapper[i];
+    if (w < 0)
+        w = i;
+    if (!atomic_exchange(&prophet_cuhook_abi_warned[w], 1))
+        prophet_msg(PROPHET_LOG_WARN,
+                    "cuGetProcAddress(%s, version %d): the driver answered with no symbol the "
+                    "preload knows, and this cuda.h (CUDA %d) does not know that %s has the ABI "
+                    "of %s at that version: handing out the driver's function unwrapped (its "
+                    "calls are not seen by the holding engine)",
+                    symbol, version, PROPHET_CUDA_HOOK_HEADER_VERSION, symbol,
+                    prophet_cuhook_name(i));
+    return p;
+}
+
 /* cuGetProcAddress answered `p` for `symbol`: the wrapper of the exported symbol at p (the flavour
  * and version the driver chose), or, when p is none of the driver's exports, the wrapper of the
- * symbol cuda.h maps the name to in the flavour asked; names not wrapped pass unchanged. */
+ * symbol cuda.h maps the name to in the flavour asked if `version` is known to get its ABI (else p
+ * unwrapped); names not wrapped pass unchanged. */
 static void *prophet_cuhook_procaddr(const char *symbol, void *p, int version, cuuint64_t flags)
 {
     int ptsz = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
@@ -152,14 +177,17 @@ static void *prophet_cuhook_procaddr(const char *symbol, void *p, int version, c
             p = prophet_cuhook_wrapper[i];
         } else if ((i = prophet_cuhook_find_current(symbol, ptsz)) >= 0) {
             how = "cuda.h's";
-            p = prophet_cuhook_wrapper[i];
+            p = prophet_cuhook_procaddr_unnamed(symbol, p, version, i);
+            if (p != prophet_cuhook_wrapper[i])
+                i = -3;
         }
     }
-    if (i == -1 && strstr(symbol, "BeginCapture"))
+    if ((i == -1 || i == -3) && strstr(symbol, "BeginCapture"))
         prophet_capture_begun(); /* a capture entry point the wrappers do not know */
-    if (i == -1)
-        prophet_msg(PROPHET_LOG_TRACE, "cuGetProcAddress(%s, version %d, flags %llu): driver's",
-                    symbol, version, (unsigned long long)flags);
+    if (i == -1 || i == -3)
+        prophet_msg(PROPHET_LOG_TRACE, "cuGetProcAddress(%s, version %d, flags %llu): driver's%s",
+                    symbol, version, (unsigned long long)flags,
+                    i == -3 ? " (unwrapped: version not known to match)" : "");
     else
         prophet_msg(PROPHET_LOG_TRACE,
                     "cuGetProcAddress(%s, version %d, flags %llu): wrapper %s (%s symbol)", symbol,

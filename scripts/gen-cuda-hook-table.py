@@ -1,12 +1,21 @@
 #!/usr/bin/env python3
-"""Writes preload/cuda_hook_table.h: the CUDA driver entry points that libprophet.so wraps, one
-X-macro line each, with the exact prototype taken from the toolkit's cuda.h.
-    scripts/gen-cuda-hook-table.py [/usr/local/cuda/include/cuda.h] > preload/cuda_hook_table.h
+"""Writes cuda_hook_table.h: the CUDA driver entry points that libprophet.so wraps, one X-macro
+line each, with the exact prototype taken from the toolkit's cuda.h. The build runs it on the cuda.h
+it builds against (preload/CMakeLists.txt):
+    scripts/gen-cuda-hook-table.py CUDA_H [OUT]     the table (stdout without OUT)
+    scripts/gen-cuda-hook-table.py --check CUDA_H   only the coverage check below
+    scripts/gen-cuda-hook-table.py --doc            the handling table of docs/completion-holding.md
 Every symbol the header maps a wrapped name to is listed: the name itself, its versioned forms
 (_v2, _v3), the per-thread default stream forms (_ptsz, _ptds, declared under
 CUDA_API_PER_THREAD_DEFAULT_STREAM) and the legacy forms that cuda.h declares for old binaries
 (under __CUDA_API_VERSION_INTERNAL; their 32-bit CUdeviceptr_v1 and *_v1 structures are spelled
-with ABI-equal types, since a wrapper only forwards them)."""
+with ABI-equal types, since a wrapper only forwards them).
+
+Coverage: every entry point that cuda.h declares with a parameter that names a stream, an event, an
+executable graph, a graph node's parameters (which may be an event record or wait node) or a launch
+configuration (TRIGGER) must be wrapped (KINDS), reviewed harmless (HARMLESS, with why) or a known
+gap (GAPS, with why). Any other such declaration fails the generation, naming it: a new entry point
+in a future cuda.h cannot be missed silently."""
 import re
 import sys
 
@@ -40,6 +49,116 @@ for n in SYNC_WORK.split():
     KINDS[n] = "SYNC_WORK"
 KINDS["cuGetProcAddress"] = "PROCADDR"
 
+# Parameter types that make a declaration need a decision: it may order work, record or wait on an
+# event, launch, or carry an event record/wait node.
+TRIGGER = re.compile(r"\b(CUstream|CUevent|CUgraphExec|CUgraphNodeParams|CUDA_EVENT_RECORD_NODE_PARAMS"
+                     r"|CUDA_EVENT_WAIT_NODE_PARAMS|CUlaunchConfig|CUDA_LAUNCH_PARAMS)\b")
+
+# Reviewed: harmless. Not wrapped, and need not be: they neither enqueue work that reads or writes
+# memory a held all-reduce produces, nor record or wait on an event, nor synchronise the host.
+HARMLESS = {
+    # queries of a stream: nothing runs, nothing is ordered
+    "cuStreamGetCtx": "returns the stream's context",
+    "cuStreamGetDevice": "returns the stream's device",
+    "cuStreamGetFlags": "returns the stream's flags (the engine itself asks it, rule 11)",
+    "cuStreamGetPriority": "returns the stream's priority",
+    "cuStreamGetId": "returns the stream's id",
+    "cuStreamGetGreenCtx": "returns the stream's green context",
+    "cuStreamGetAttribute": "reads a stream attribute",
+    "cuStreamSetAttribute": "sets a scheduling attribute (priority, access policy, sync policy); "
+                            "no work, no ordering",
+    "cuStreamCopyAttributes": "copies scheduling attributes between streams; no work, no ordering",
+    "cuStreamIsCapturing": "returns the capture status",
+    "cuStreamGetCaptureInfo": "returns the capture status and graph",
+    "cuStreamUpdateCaptureDependencies": "valid only during a capture, and a capturing stream is "
+                                         "never held (rule 10)",
+    "cuGreenCtxStreamCreate": "creates a stream; the engine learns the flags of a stream it was "
+                              "not told of from cuStreamGetFlags (rule 11)",
+    # occupancy queries with a launch configuration: nothing is launched
+    "cuOccupancyMaxActiveClusters": "occupancy query; launches nothing",
+    "cuOccupancyMaxPotentialClusterSize": "occupancy query; launches nothing",
+    # executable graphs: built, updated, destroyed; only cuGraphLaunch (wrapped) runs them
+    "cuGraphInstantiate": "builds an executable graph; runs nothing",
+    "cuGraphInstantiateWithParams": "builds an executable graph; its optional upload stream gets "
+                                    "only the graph's upload, which touches no user memory",
+    "cuGraphUpload": "uploads a graph's resources on a stream; touches no user memory",
+    "cuGraphExecDestroy": "destroys an executable graph; runs nothing",
+    "cuGraphExecGetFlags": "returns the graph's flags",
+    "cuGraphExecUpdate": "changes what a later cuGraphLaunch (wrapped) runs; runs nothing",
+    "cuGraphExecKernelNodeSetParams": "changes a node of an executable graph; runs nothing",
+    "cuGraphExecMemcpyNodeSetParams": "changes a node of an executable graph; runs nothing",
+    "cuGraphExecMemsetNodeSetParams": "changes a node of an executable graph; runs nothing",
+    "cuGraphExecHostNodeSetParams": "changes a node of an executable graph; runs nothing",
+    "cuGraphExecChildGraphNodeSetParams": "changes a node of an executable graph; runs nothing",
+    "cuGraphExecBatchMemOpNodeSetParams": "changes a node of an executable graph; runs nothing",
+    "cuGraphExecExternalSemaphoresSignalNodeSetParams": "changes a node of an executable graph; "
+                                                        "runs nothing",
+    "cuGraphExecExternalSemaphoresWaitNodeSetParams": "changes a node of an executable graph; "
+                                                      "runs nothing",
+    "cuGraphNodeGetEnabled": "reads whether a node of an executable graph is enabled",
+    "cuGraphNodeSetEnabled": "enables a node of an executable graph; runs nothing",
+    "cuGraphEventRecordNodeGetEvent": "returns a node's event",
+    "cuGraphEventWaitNodeGetEvent": "returns a node's event",
+    # unified memory placement: moves pages, never their contents' meaning
+    "cuMemPrefetchAsync": "migrates managed pages on a stream; reads and writes no contents, the "
+                          "driver keeps them coherent with a later write",
+    "cuMemPrefetchBatchAsync": "migrates managed pages on a stream; reads and writes no contents",
+}
+
+# Known gaps: refused or not yet wrapped (docs/completion-holding.md). Each is a way for a consumer
+# to see a held all-reduce's buffer before its block has run, or a stale event (issue 37).
+GAPS = {
+    "cuCtxRecordEvent": "not yet wrapped: records an event behind all work of a context, held "
+                        "all-reduces not included",
+    "cuCtxWaitEvent": "not yet wrapped: a context-wide wait on an event that may be virtual",
+    "cuGreenCtxRecordEvent": "not yet wrapped: records an event behind all work of a green "
+                             "context, held all-reduces not included",
+    "cuGreenCtxWaitEvent": "not yet wrapped: a green-context-wide wait on an event that may be "
+                           "virtual",
+    "cuGraphAddEventRecordNode": "not yet wrapped: a graph node that records an event",
+    "cuGraphAddEventWaitNode": "not yet wrapped: a graph node that waits on an event that may be "
+                               "virtual",
+    "cuGraphEventRecordNodeSetEvent": "not yet wrapped: changes a graph's event record node",
+    "cuGraphEventWaitNodeSetEvent": "not yet wrapped: changes a graph's event wait node",
+    "cuGraphExecEventRecordNodeSetEvent": "not yet wrapped: changes an executable graph's event "
+                                          "record node",
+    "cuGraphExecEventWaitNodeSetEvent": "not yet wrapped: changes an executable graph's event "
+                                        "wait node",
+    "cuGraphAddNode": "not yet wrapped: may add an event record or wait node",
+    "cuGraphNodeSetParams": "not yet wrapped: may set an event record or wait node's event",
+    "cuGraphExecNodeSetParams": "not yet wrapped: may set an executable graph's event record or "
+                                "wait node's event",
+    "cuMemDiscardBatchAsync": "not yet wrapped: stream work that discards memory a held "
+                              "all-reduce may still write",
+    "cuMemDiscardAndPrefetchBatchAsync": "not yet wrapped: stream work that discards memory a "
+                                         "held all-reduce may still write",
+    "cuMemBatchDecompressAsync": "not yet wrapped: stream work that may read a held all-reduce's "
+                                 "output",
+    "cuMemMapArrayAsync": "not yet wrapped: stream work that changes the memory behind sparse "
+                          "arrays",
+    "cuStreamAttachMemAsync": "not yet wrapped: stream work that hands managed memory to the host",
+    "cuGraphicsMapResources": "not yet wrapped: stream work ordering graphics interop",
+    "cuGraphicsUnmapResources": "not yet wrapped: hands memory back to a graphics API, which may "
+                                "read it before a held all-reduce",
+    "cuLaunchGridAsync": "not yet wrapped (deprecated): a launch on a stream",
+    "cuLaunch": "not yet wrapped (deprecated): a launch on the default stream",
+    "cuLaunchGrid": "not yet wrapped (deprecated): a launch on the default stream",
+    "cuLaunchCooperativeKernelMultiDevice": "not yet wrapped (deprecated): launches on the "
+                                            "streams of its launch parameters",
+    "cuEventCreate": "not yet wrapped: an interprocess event (CU_EVENT_INTERPROCESS) recorded "
+                     "virtually is never recorded for the other process",
+    "cuIpcGetEventHandle": "not yet wrapped: exports an event whose record may be virtual",
+    "cuIpcOpenEventHandle": "not yet wrapped: imports an event another process records",
+}
+
+# Wrapped, with a part the wrapper does not yet see (known gaps too).
+WRAPPED_GAPS = {
+    "cuLaunchKernelEx": "its PROGRAMMATIC_EVENT and LAUNCH_COMPLETION_EVENT attributes record "
+                        "events the engine does not see",
+    "cuStreamWaitEvent": "CU_EVENT_WAIT_EXTERNAL is lost on a virtual record during capture",
+    "cuEventRecordWithFlags": "CU_EVENT_RECORD_EXTERNAL is lost on a virtual record during capture",
+}
+
 # legacy types only the internal part of cuda.h defines: ABI-equal spellings
 LEGACY_TYPES = [
     (r"\bCUdeviceptr_v1\b", "unsigned int"),
@@ -54,9 +173,113 @@ def proc_name(sym):
     return s
 
 
+def uncovered(text):
+    """(name, types) of each declaration that takes a TRIGGER type and is on none of the lists."""
+    decl = re.compile(r"CUresult CUDAAPI (cu\w+)\s*\(([^;]*?)\)\s*;", re.S)
+    missing = {}
+    for m in decl.finditer(text):
+        types = TRIGGER.findall(m.group(2))
+        name = proc_name(m.group(1))
+        if types and not any(name in d for d in (KINDS, HARMLESS, GAPS)):
+            missing.setdefault(m.group(1), sorted(set(types)))
+    return sorted(missing.items())
+
+
+def check(text, path):
+    missing = uncovered(text)
+    for name, types in missing:
+        print(f"{path}: {name} takes {', '.join(types)} and is neither wrapped nor reviewed: add it "
+              "to KINDS, HARMLESS or GAPS in scripts/gen-cuda-hook-table.py", file=sys.stderr)
+    return 1 if missing else 0
+
+
+def param_types(params):
+    """The parameter types of a prototype, with cuda.h's versioned type aliases (CUdeviceptr_v2,
+    CUDA_MEMCPY2D_v2) spelled as their plain names: what two prototypes of one ABI share."""
+    types = []
+    for p in params.split(","):
+        ws = re.findall(r"[\w*]+", p.replace("*", " * "))
+        if ws and ws != ["void"]:
+            types.append(re.sub(r"\b(CU\w+?)_v\d+\b", r"\1", " ".join(ws[:-1])))
+    return types
+
+
+def abi_versions(path):
+    """cudaTypedefs.h beside cuda.h: (name, flavour "", "_ptsz" or "_ptds") -> [(version, types)]
+    (PFN_<name>_v<version>: from that CUDA version cuGetProcAddress answers with that ABI)."""
+    import os
+    abis = {}
+    try:
+        text = open(os.path.join(os.path.dirname(path), "cudaTypedefs.h")).read()
+    except OSError:
+        return abis
+    pfn = re.compile(r"typedef CUresult \(CUDAAPI \*PFN_(cu\w+?)_v(\d+)(_pt[sd][sz])?\)\s*\(([^;]*?)\);",
+                     re.S)
+    for m in pfn.finditer(text):
+        abis.setdefault((m.group(1), m.group(3) or ""), []).append(
+            (int(m.group(2)), param_types(m.group(4))))
+    return abis
+
+
+def abi_range(abis, proc, flavour, params, header_version):
+    """The requested versions that get this prototype's ABI: (first, last), or (0, 0) unknown."""
+    known = sorted(abis.get((proc, flavour)) or abis.get((proc, ""), []))
+    mine = [v for v, t in known if t == param_types(params) and v <= header_version]
+    if not mine:
+        return 0, 0
+    first = max(mine)
+    later = [v for v, _ in known if v > first]
+    return first, (min(later) - 1 if later else header_version)
+
+
+KIND_DOC = {
+    "RECORD": "RECORD: becomes virtual on a stream that is behind (rule 2)",
+    "WAIT": "WAIT: takes a virtual event's dependencies (rule 3)",
+    "WORK": "WORK: real work materialises the stream first (rule 4)",
+    "SYNC_WORK": "SYNC_WORK: work on the default stream, then a host wait (rules 4, 6)",
+    "EVENT_QUERY": "EVENT_QUERY: NOT_READY on a virtual record (rule 5)",
+    "STREAM_QUERY": "STREAM_QUERY: NOT_READY on a stream that is behind (rule 5)",
+    "ELAPSED": "ELAPSED: NOT_READY on a virtual record (rule 5)",
+    "EVENT_SYNC": "EVENT_SYNC: releases what the event is behind (rule 6)",
+    "STREAM_SYNC": "STREAM_SYNC: releases what the stream is behind (rule 6)",
+    "CTX_SYNC": "CTX_SYNC: releases every open block (rule 6)",
+    "EVENT_DESTROY": "EVENT_DESTROY: a virtual record's destruction is deferred (rule 8)",
+    "STREAM_DESTROY": "STREAM_DESTROY: releases what the stream is behind (rule 6)",
+    "STREAM_CREATE": "STREAM_CREATE: the stream's flags are told (rule 11)",
+    "CAPTURE_BEGIN": "CAPTURE_BEGIN: materialises first; nothing held in capture (rule 10)",
+    "OTHER": "OTHER: forwarded",
+    "PROCADDR": "PROCADDR: answers are swapped for wrappers (version-checked)",
+}
+
+
+def doc():
+    """The handling table of docs/completion-holding.md, from the lists alone."""
+    out = ["| Entry point | Handling | Why / what the wrapper asks |", "|---|---|---|"]
+    rows = [(n, "wrapped", KIND_DOC[k] + ("; known gap: " + WRAPPED_GAPS[n]
+                                          if n in WRAPPED_GAPS else ""))
+            for n, k in KINDS.items()]
+    rows += [(n, "reviewed harmless", r) for n, r in HARMLESS.items()]
+    rows += [(n, "known gap", r) for n, r in GAPS.items()]
+    for n, h, r in sorted(rows, key=lambda r: ({"wrapped": 0, "reviewed harmless": 1}.get(r[1], 2),
+                                               r[0])):
+        out.append(f"| `{n}` | {h} | {r} |")
+    return "\n".join(out)
+
+
 def main():
-    path = sys.argv[1] if len(sys.argv) > 1 else "/usr/local/cuda/include/cuda.h"
+    argv = sys.argv[1:]
+    if argv[:1] == ["--doc"]:
+        print(doc())
+        return 0
+    only_check = argv[:1] == ["--check"]
+    if only_check:
+        argv = argv[1:]
+    path = argv[0] if argv else "/usr/local/cuda/include/cuda.h"
     text = open(path).read()
+    if check(text, path):
+        return 1
+    if only_check:
+        return 0
     lines = text.split("\n")
     # macro renames: normal build and CUDA_API_PER_THREAD_DEFAULT_STREAM build
     normal, ptds = {}, {}
@@ -161,7 +384,8 @@ def main():
  *   CAPTURE_BEGIN (a stream), OTHER (nothing to ask), PROCADDR (cuGetProcAddress: hand-written).
  * ptsz: 1 for the per-thread default stream forms (_ptsz, _ptds). current: 1 when this toolkit's
  * cuda.h maps the name to this symbol (in its flavour): what cuGetProcAddress is taken to have
- * returned when the driver hands out a pointer that is none of its exported symbols.
+ * returned when the driver hands out a pointer that is none of its exported symbols, if the
+ * version asked for is known to get its ABI (PROPHET_CUDA_HOOK_ABI below).
  * GENERATED by scripts/gen-cuda-hook-table.py from """ + path + """; do not edit.
  * Prototypes are cuda.h's; legacy ones (CUDA < 3.2 and the like) spell CUdeviceptr_v1 as unsigned
  * int and the *_v1 copy descriptors as const void *: the same ABI, the wrapper only forwards. */
@@ -174,11 +398,42 @@ def main():
     out.append("/* clang-format on */\n")
     undef = sorted(s for s in protos if s in normal and s in {r.split("(")[1].split(",")[0] for r in rows})
     out.append("#endif\n")
+    version = re.search(r"#define CUDA_VERSION (\d+)", text)
+    header_version = int(version.group(1)) if version else 0
+    abis = abi_versions(path)
+    out.append("""/* For cuGetProcAddress answers that no exported symbol names: this cuda.h's CUDA_VERSION, and for
+ * each entry that cuda.h maps its name to (current = 1), the requested versions (first, last) that
+ * get this entry's ABI (cudaTypedefs.h's PFN_<name>_v<version> of the same parameter types, up to
+ * the next such version or CUDA_VERSION; 0, 0: unknown). Any other version may get another ABI
+ * (preload/cuda_hooks.c hands the driver's answer out unwrapped). */
+#ifndef PROPHET_CUDA_HOOK_ABI
+#define PROPHET_CUDA_HOOK_HEADER_VERSION """ + str(header_version) + """
+/* clang-format off */
+#define PROPHET_CUDA_HOOK_ABI(V) \\""")
+    vrows = []
+    for sym in sorted(protos):
+        proc = raw_of.get(sym, proc_name(sym))
+        if not KINDS.get(proc_name(sym)):
+            continue
+        if not (normal.get(proc, proc) == sym or ptds.get(proc, proc) == sym):
+            continue
+        fl = re.search(r"_pt[sd][sz]$", sym)
+        first, last = abi_range(abis, proc, fl.group(0) if fl else "", protos[sym][0],
+                                header_version)
+        vrows.append(f"    V({sym}, {first}, {last})")
+    out.append(" \\\n".join(vrows))
+    out.append("/* clang-format on */\n#endif\n")
     out.append("/* cuda.h's renaming macros over the table's own symbols: cuda_hooks.c defines them all. */")
     out.append("#ifdef PROPHET_CUDA_HOOK_UNDEF")
     out.extend(f"#undef {s}" for s in undef)
     out.append("#endif")
-    print("\n".join(out))
+    text = "\n".join(out) + "\n"
+    if len(argv) > 1:
+        with open(argv[1], "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
 
 
-main()
+sys.exit(main())

@@ -317,6 +317,47 @@ uint64_t emuProcLookups(const char *symbol, cuuint64_t flags)
     return 0;
 }
 
+/* EMU_CUDA_PROC_UNNAMED=name,...: those names are answered with a function that no exported symbol
+ * names (as a driver's internal entry or trampoline would be), which forwards to the driver's own.
+ */
+static CUresult emu_unnamed_event_record(CUevent hEvent, CUstream hStream)
+{
+    return cuEventRecord(hEvent, hStream);
+}
+
+static CUresult emu_unnamed_stream_wait_event(CUstream hStream, CUevent hEvent, unsigned int flags)
+{
+    return cuStreamWaitEvent(hStream, hEvent, flags);
+}
+
+static CUresult emu_unnamed_ctx_synchronize(void)
+{
+    return cuCtxSynchronize();
+}
+
+static void *emu_proc_unnamed(const char *symbol)
+{
+    static const struct {
+        const char *name;
+        void *fn;
+    } unnamed[] = {
+        {"cuEventRecord", (void *)emu_unnamed_event_record},
+        {"cuStreamWaitEvent", (void *)emu_unnamed_stream_wait_event},
+        {"cuCtxSynchronize", (void *)emu_unnamed_ctx_synchronize},
+    };
+    const char *list = getenv("EMU_CUDA_PROC_UNNAMED");
+    size_t n = strlen(symbol);
+
+    for (const char *s = list; s && *s; s = strchr(s, ',') ? strchr(s, ',') + 1 : "") {
+        if (strncmp(s, symbol, n) || (s[n] && s[n] != ','))
+            continue;
+        for (size_t i = 0; i < sizeof(unnamed) / sizeof(unnamed[0]); i++)
+            if (!strcmp(unnamed[i].name, symbol))
+                return unnamed[i].fn;
+    }
+    return NULL;
+}
+
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
                              CUdriverProcAddressQueryResult *symbolStatus)
 {
@@ -334,6 +375,8 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cu
             *pfn = p->ptsz;
         else
             *pfn = p->fn;
+        if (emu_proc_unnamed(symbol))
+            *pfn = emu_proc_unnamed(symbol);
         __atomic_fetch_add(&emu_proc_count[i][flags & 3], 1, __ATOMIC_RELAXED);
         if (symbolStatus)
             *symbolStatus = CU_GET_PROC_ADDRESS_SUCCESS;
