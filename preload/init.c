@@ -14,7 +14,6 @@
 #include "exit_check.h"
 #include "nccl_symbols.h"
 #include "settings.h"
-#include "start_line.h"
 
 _Atomic int prophet_mode;
 

@@ -139,3 +139,14 @@ ncclResult_t prophet_nccl_missing(const char *name)
     prophet_msg(PROPHET_LOG_WARN, "the real NCCL has no %s", name);
     return ncclInternalError;
 }
+
+const char *prophet_nccl_version_text(int code, char *buf, size_t len)
+{
+    if (code <= 0)
+        snprintf(buf, len, "unknown");
+    else if (code >= 10000) /* NCCL_VERSION(X,Y,Z) = X*10000 + Y*100 + Z since 2.9 */
+        snprintf(buf, len, "%d.%d.%d", code / 10000, code % 10000 / 100, code % 100);
+    else
+        snprintf(buf, len, "%d.%d.%d", code / 1000, code % 1000 / 100, code % 100);
+    return buf;
+}

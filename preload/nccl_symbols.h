@@ -3,6 +3,8 @@
 #ifndef PROPHET_NCCL_SYMBOLS_H
 #define PROPHET_NCCL_SYMBOLS_H
 
+#include <stddef.h>
+
 #include <nccl.h>
 
 typedef struct prophet_nccl_api {
@@ -41,6 +43,8 @@ extern prophet_nccl_api_t prophet_nccl;
 int prophet_nccl_resolve(void);
 /* NCCL_VERSION_CODE of the real library (0 if unknown); 1 when its major version is supported. */
 int prophet_nccl_version(void);
+/* NCCL_VERSION_CODE as NCCL writes it: 22809 -> "2.28.9", 2708 -> "2.7.8"; returns buf. */
+const char *prophet_nccl_version_text(int code, char *buf, size_t len);
 int prophet_nccl_supported(void);
 /* Called by a wrapper whose real symbol is missing: one WARN and ncclInternalError. */
 ncclResult_t prophet_nccl_missing(const char *name);

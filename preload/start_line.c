@@ -15,16 +15,6 @@
 
 static atomic_flag prophet_start_said = ATOMIC_FLAG_INIT;
 
-const char *prophet_nccl_version_text(int code, char *buf, size_t len)
-{
-    if (code <= 0)
-        snprintf(buf, len, "unknown");
-    else if (code >= 10000) /* NCCL_VERSION(X,Y,Z) = X*10000 + Y*100 + Z since 2.9 */
-        snprintf(buf, len, "%d.%d.%d", code / 10000, code % 10000 / 100, code % 100);
-    else
-        snprintf(buf, len, "%d.%d.%d", code / 1000, code % 1000 / 100, code % 100);
-    return buf;
-}
 
 /* The planner part: the closed loop, or the one policy in force. */
 static const char *prophet_start_planner(char *buf, size_t len)
