@@ -61,7 +61,7 @@ void prophet_logb_open(prophet_comm_t *c)
     if (!prophet_cfg.log_dir[0] || !prophet_logb_claim(c->rank))
         return;
     gethostname(host, sizeof(host) - 1);
-    snprintf(ver, sizeof(ver), "%d.%d.%d", code / 10000, (code / 100) % 100, code % 100);
+    prophet_nccl_version_text(code, ver, sizeof(ver));
     meta = (prophet_log_meta_t){
         .rank = c->rank,
         .nranks = c->nranks,

@@ -161,8 +161,7 @@ void prophet_trials_init(prophet_trials_t *t)
     t->duel_d_us = -1;
     t->ref_probe = -1;
     for (uint32_t c = 0; c < PROPHET_CAND_COUNT; c++) {
-        t->fig[c] = t->fig_probe[c] = -1;
-        t->fig_mad[c] = 0;
+        t->fig[c] = -1;
     }
 }
 
@@ -323,8 +322,6 @@ int prophet_trials_sample(prophet_trials_t *t, uint32_t in_force, double iter_us
         if (t->n_win >= PROPHET_TRIAL_SAMPLES_MAX)
             return PROPHET_TRIAL_SAMPLE_IGNORED;
         t->win[t->n_win++] = iter_us;
-        if (probe_Bps > 0 && t->n_win_probe < PROPHET_TRIAL_SAMPLES_MAX)
-            t->win_probe[t->n_win_probe++] = probe_Bps;
         return PROPHET_TRIAL_SAMPLE_WINDOW;
     }
     if (t->phase != PROPHET_TRIAL_CHOSEN || t->restart)
@@ -360,13 +357,9 @@ static int close_window(prophet_trials_t *t, prophet_plan_trial_t *out, double *
         if (t->duel_kind == PROPHET_DUEL_NONE) { /* the first pass's figure */
             t->fig[c] = *fig;
             t->nfig[c] = t->n_win;
-            memcpy(tmp, t->win, sizeof(tmp[0]) * t->n_win);
-            t->fig_mad[c] = prophet_mad(tmp, t->n_win, *fig);
         }
     }
-    if (t->n_win_probe > 0 && t->duel_kind == PROPHET_DUEL_NONE)
-        t->fig_probe[c] = median_of(t->win_probe, t->n_win_probe);
-    t->n_win = t->n_win_probe = 0;
+    t->n_win = 0;
     t->windows = 0;
     return 1;
 }

@@ -315,10 +315,8 @@ typedef struct prophet_trials {
     uint32_t windows;                                 /* windows the current candidate had */
     double fig[PROPHET_CAND_COUNT]; /* first pass: median iteration time, < 0 untried */
     uint32_t nfig[PROPHET_CAND_COUNT];
-    double fig_mad[PROPHET_CAND_COUNT];   /* MAD of the samples behind fig */
-    double fig_probe[PROPHET_CAND_COUNT]; /* median eBPF throughput in its window, < 0 none */
-    double win[PROPHET_TRIAL_SAMPLES_MAX], win_probe[PROPHET_TRIAL_SAMPLES_MAX];
-    uint32_t n_win, n_win_probe;
+    double win[PROPHET_TRIAL_SAMPLES_MAX]; /* the current window's samples */
+    uint32_t n_win;
     /* the duel running (duel_kind != PROPHET_DUEL_NONE) */
     uint32_t duel_kind;
     uint32_t duel_c, duel_d;   /* challenger, defender */

@@ -85,34 +85,6 @@ def figure_se(samples):
     return 1.4826 * median([abs(x - m) for x in samples]) / len(samples) ** 0.5
 
 
-def prefer(figs, spread, best, keeper):
-    """best, or keeper when its figure is within TIE plus NOISE_Z standard errors of the
-    difference of best's (a tuple of both where the log cannot show the noise)."""
-    if keeper not in figs or best == keeper:
-        return best
-    se_b, se_k = spread.get(best), spread.get(keeper)
-    noise = NOISE_Z * ((se_b or 0) ** 2 + (se_k or 0) ** 2) ** 0.5
-    if figs[keeper] <= figs[best] * (1 + TIE) + noise:
-        return keeper
-    if se_b is None or se_k is None:
-        return (best, keeper)  # either, by noise the log cannot show
-    return best
-
-
-def choose(figs, spread, inc=None):
-    """The kept candidate from {candidate: figure} (sched/trials.c, choose_inc): the lowest,
-    passthrough within TIE plus NOISE_Z standard errors of the difference (spread: {candidate:
-    standard error}, None where the log does not show every sample); then the incumbent (inc,
-    the candidate kept before the round) over that, by the same rule."""
-    best = min(figs, key=lambda c: (figs[c], CANDIDATES.index(c)))
-    out = set()
-    for b in (lambda x: x if isinstance(x, tuple) else (x,))(prefer(figs, spread, best,
-                                                                  "passthrough")):
-        w = prefer(figs, spread, b, inc) if inc else b
-        out.update(w if isinstance(w, tuple) else (w,))
-    return out.pop() if len(out) == 1 else tuple(sorted(out))
-
-
 def lowest(figs):
     """The first pass's leader (sched/trials.c, pass_done): the lowest figure, the lower index on
     an equal one, passthrough on an equal one."""
@@ -156,7 +128,7 @@ class Round:
     def __init__(self, rnd, inc, retime):
         self.rnd, self.inc, self.kept_before = rnd, inc, inc
         self.ended = None
-        self.figs, self.spread = {}, {}
+        self.figs = {}
         self.duel = None
         self.runner = None
         self.last = None  # (winner, its duel figure) of the last duel ended
@@ -203,7 +175,7 @@ class Round:
             self.start_duel(cand)
             d = self.duel
         if d is None:
-            self.figs[cand], self.spread[cand] = us, se
+            self.figs[cand] = us
             return
         if cand != d["next"] and not self.unsure:
             fail("rank 0: round %d: %s's window in the %s duel of %s against %s, where %s's was "
@@ -272,7 +244,7 @@ class Round:
         self.ended = d
         self.duel = None
         if d["kind"] == "retime" and winner == ch:
-            self.figs, self.spread = {}, {}  # every candidate again
+            self.figs = {}  # every candidate again
         elif d["kind"] == "leader" and next_cand is not None:
             # the leader's last window is the runner-up duel's first defender window
             self.begin("runner", self.runner, ch)
