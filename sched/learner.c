@@ -632,6 +632,13 @@ static void unlock(prophet_learner_t *l)
  * only, like every flag. */
 static int extra_tolerated(const prophet_learner_t *l, const prophet_call_sig_t *sig)
 {
+    /* Only a lock whose phase is anchored (bytes, or a kept template) tolerates extras: that is
+     * the job's iteration, the one calls are held for. An unanchored lock holds nothing, and the
+     * common one is a sub-period of identical layers whose other calls are small next to its
+     * bytes (a transformer's head after two of its layers): tolerated, they would keep it locked
+     * for good and the iteration would never be found. */
+    if (l->anchor != PROPHET_LEARN_ANCHOR_BYTES && l->anchor != PROPHET_LEARN_ANCHOR_TEMPLATE)
+        return 0;
     return (l->ex_bytes + sig->bytes) * PROPHET_LEARN_EXTRA_SHARE <= l->period_bytes &&
            l->ex_calls < PROPHET_LEARN_EXTRA_CALLS;
 }

@@ -1,7 +1,8 @@
 /* prophet-bench-overhead: host-side nanoseconds the preload adds to one ncclAllReduce call.
- * One rank (nranks = 1) on the emulated cluster, so NCCL's own work is trivial; each iteration
- * issues K calls of different sizes on one stream (timed) and then synchronises (not timed).
- * The parent re-runs itself four times: direct (no preload), PROPHET_DISABLE=1,
+ * One rank (nranks = 1): on the emulated cluster NCCL's own work is trivial; on a real GPU (the
+ * emulated libraries moved off its search path) it is the real driver's and NCCL's cost; each
+ * iteration issues K calls of different sizes on one stream (timed) and then synchronises (not
+ * timed). The parent re-runs itself four times: direct (no preload), PROPHET_DISABLE=1,
  * PROPHET_GATE=observe (observed passthrough) and the default hold mode (scheduled: held, released
  * as blocks), and prints a table (median over iterations of the per-call time; best of ROUNDS
  * runs). It exits 1 unless the hold-mode run really scheduled calls (its summary line: scheduled >
@@ -192,9 +193,11 @@ int main(int argc, char **argv)
     }
     if (iters < 10)
         iters = 10;
-    printf("ncclAllReduce host time per call, 1 rank, %d iterations x %d calls (emulated NCCL), "
+    int nccl_version = 0;
+    ncclGetVersion(&nccl_version); /* the NCCL this process loaded: the emulated one, or real */
+    printf("ncclAllReduce host time per call, 1 rank, %d iterations x %d calls (NCCL %d), "
            "best of %d runs\n",
-           iters, K, ROUNDS);
+           iters, K, nccl_version, ROUNDS);
     printf("%-40s %12s %12s %14s\n", "variant", "median ns", "mean ns", "added (median)");
     /* ROUNDS interleaved runs of every variant; the best median of each is reported (the
      * machine is shared: the minimum is the figure least disturbed by other work). The order

@@ -244,6 +244,42 @@ static void check_per_tensor(const char *dir, const char *name)
     free(q.sig);
 }
 
+/* A per-parameter loop over a transformer's parameters in registration order: `layers`
+ * identical layers of 12 tensors (d_model 512, feed-forward 2048: nn.TransformerEncoderLayer),
+ * then the head (1000 x 512 and its bias). The head carries 16% of one layer's bytes but 8% of
+ * two layers': a two-layer sub-period must not take the head for a job's extra calls (found on
+ * the H100: a 6-layer transformer never locked its 74-call iteration in 40 steps). */
+static void check_layers(uint32_t layers)
+{
+    static const uint64_t el[12] = {1536 * 512, 1536, 512 * 512, 512, 2048 * 512, 2048,
+                                    512 * 2048, 512,  512,       512, 512,        512};
+    prophet_call_sig_t g = {.comm_id = 0, .dtype = 7, .op = 0};
+    seq_t q = {0};
+    uint64_t bytes = 0;
+    char what[64];
+
+    for (int it = 0; it < 30; it++) {
+        for (uint32_t L = 0; L < layers; L++)
+            for (int j = 0; j < 12; j++) {
+                g.count = el[j];
+                g.bytes = 4 * el[j];
+                seq_push(&q, &g);
+                bytes += it == 0 ? g.bytes : 0;
+            }
+        g.count = 1000 * 512;
+        g.bytes = 4 * g.count;
+        seq_push(&q, &g);
+        bytes += it == 0 ? g.bytes : 0;
+        g.count = 1000;
+        g.bytes = 4 * g.count;
+        seq_push(&q, &g);
+        bytes += it == 0 ? g.bytes : 0;
+    }
+    snprintf(what, sizeof(what), "transformer, %u identical layers and a head", layers);
+    check_anchor(what, &q, 4, 12 * layers + 2, bytes, 1);
+    free(q.sig);
+}
+
 /* DDP: the first iteration's buckets (cap0) follow registration (forward) order, later ones
  * (cap) the backward order; same total bytes, other sizes and count. */
 static void check_ddp(const char *dir, const char *name, uint64_t cap0, uint64_t cap)
@@ -756,6 +792,8 @@ int main(int argc, char **argv)
         prophet_learner_free(r.l);
     }
     check_extras(dir);
+    check_layers(6);
+    check_layers(3);
     printf("learner: ok\n");
     return 0;
 }
