@@ -20,7 +20,8 @@
  *                                 cuIpcGetEventHandle must make it real
  * Prints "rank R: ipc MODE: N handoffs, H of them behind a held all-reduce, W wrong" and exits 0
  * when no element was wrong, every consumer answered and H > 0 on each rank ("nothing held"
- * otherwise: the test would prove nothing). */
+ * otherwise: the test would prove nothing). Sets EMU_CUDA_IPC_MEM=1 (the emulated driver shares
+ * device memory then). */
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
@@ -321,5 +322,6 @@ int main(int argc, char **argv)
         return 2;
     }
     unwrapped = !strcmp(argv[1], "unwrapped");
+    setenv("EMU_CUDA_IPC_MEM", "1", 1); /* the emulated driver's shareable device memory */
     return pt_run_ranks(2, rank_main);
 }

@@ -52,7 +52,8 @@ struct emu_alloc {
     unsigned flags;
     struct CUctx_st *ctx;
     unsigned long long id;
-    size_t map_size; /* device and IPC memory: the mapping's length (whole pages) */
+    size_t map_size; /* a page mapping's length (IPC memory, EMU_CUDA_IPC_MEM device memory); 0:
+                      * heap memory */
     int ipc_fd;      /* device memory exported by cuIpcGetMemHandle: its memfd (-1: not exported) */
 };
 struct emu_alloc_table {
@@ -93,6 +94,8 @@ struct emu_global {
     unsigned record_notiming_ns; /* EMU_CUDA_RECORD_NOTIMING_NS: the same, timing disabled */
     unsigned queue_depth; /* EMU_CUDA_QUEUE_DEPTH, default 1024, 0 = unbounded: most operations a
                            * stream holds pending before a launch blocks the host (push buffer) */
+    int ipc_mem; /* EMU_CUDA_IPC_MEM, default 0: device memory is made of page mappings, which
+                  * cuIpcGetMemHandle can share (else heap memory, and it answers NOT_SUPPORTED) */
 };
 extern struct emu_global emu_g;
 
@@ -132,9 +135,9 @@ void emu_ipc_ev_wait(struct emu_ipc_ev *x, uint64_t n);
  * (nothing is queued when that one fired already, or none was made). */
 struct CUstream_st;
 CUresult emu_ipc_wait_op(struct CUstream_st *s, struct emu_ipc_ev *x);
-/* The exporter's memory of an allocation made by cuMemAlloc is an anonymous private mapping;
- * cuIpcGetMemHandle moves its contents into a memfd mapped at the same address (emu_ipc.c). Called
- * by cuMemFree: the memfd is closed, the mapping removed. */
+/* With EMU_CUDA_IPC_MEM=1 device memory is an anonymous private mapping (emu_mem.c), which
+ * cuIpcGetMemHandle moves into a memfd mapped at the same address (emu_ipc.c). Called by cuMemFree
+ * before the mapping is removed: the memfd is closed. */
 void emu_ipc_mem_release(const struct emu_alloc *a);
 
 /* ---- operations ------------------------------------------------------------------------- */

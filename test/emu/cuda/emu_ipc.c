@@ -8,10 +8,11 @@
  *   were issued (by any process) and the number of the latest that fired (emu_internal.h); the
  *   importer's event maps the same page, so that a record made in either process is seen by
  *   queries, host and stream waits in the other;
- * - device memory (an anonymous private mapping, emu_mem.c) is moved into a memfd mapped at the
- *   same address by the first cuIpcGetMemHandle of its allocation; the importer maps that memfd.
- *   The move copies the contents: a write by a stream thread to the allocation while the handle is
- *   being made may be lost, so get the handle while no work on the allocation is in flight.
+ * - device memory made with EMU_CUDA_IPC_MEM=1 (an anonymous private mapping, emu_mem.c; without
+ *   it, heap memory: CUDA_ERROR_NOT_SUPPORTED) is moved into a memfd mapped at the same address by
+ *   the first cuIpcGetMemHandle of its allocation; the importer maps that memfd. The move copies
+ *   the contents: a write by a stream thread to the allocation while the handle is being made may
+ *   be lost, so get the handle while no work on the allocation is in flight.
  * A handle opened in the process that made it is refused (CUDA_ERROR_INVALID_CONTEXT). */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -219,6 +220,8 @@ CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
     struct emu_alloc *a = i >= 0 ? &emu_g.allocs.v[i] : NULL;
     if (!a || a->kind != EMU_MEM_DEVICE || a->base != (uintptr_t)dptr)
         rc = CUDA_ERROR_INVALID_VALUE; /* the base of a cuMemAlloc allocation only */
+    else if (!a->map_size)
+        rc = CUDA_ERROR_NOT_SUPPORTED; /* heap memory: EMU_CUDA_IPC_MEM=1 was not set at cuInit */
     else if (emu_ipc_mem_share(a) != 0)
         rc = CUDA_ERROR_OUT_OF_MEMORY;
     else

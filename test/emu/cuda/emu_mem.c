@@ -1,6 +1,7 @@
 /* Memory: device memory is host memory. Every allocation is kept in a range table so that frees
- * and pointer queries can be checked and answered. Device memory is a private anonymous mapping
- * of whole pages, so that cuIpcGetMemHandle can share it with another process (emu_ipc.c). */
+ * and pointer queries can be checked and answered. Device memory is heap memory (a sanitizer
+ * checks it to the byte), or with EMU_CUDA_IPC_MEM=1 a private anonymous mapping of whole pages,
+ * which cuIpcGetMemHandle can share with another process (emu_ipc.c). */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -50,19 +51,20 @@ static CUresult emu_mem_alloc(void **out, size_t size, enum emu_mem_kind kind, u
     if (!out || !size)
         return CUDA_ERROR_INVALID_VALUE;
     void *p = NULL;
-    size_t align = kind == EMU_MEM_DEVICE ? (size_t)sysconf(_SC_PAGESIZE) : EMU_ALIGN;
+    int mapped = kind == EMU_MEM_DEVICE && emu_g.ipc_mem;
+    size_t align = mapped ? (size_t)sysconf(_SC_PAGESIZE) : EMU_ALIGN;
     size_t rounded = (size + align - 1) & ~(align - 1);
     if (rounded < size)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    if (kind == EMU_MEM_DEVICE) {
+    if (mapped) {
         p = mmap(NULL, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED)
             return CUDA_ERROR_OUT_OF_MEMORY;
     } else if (posix_memalign(&p, EMU_ALIGN, rounded)) {
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    if ((rc = emu_mem_add(p, size, kind, flags, ctx, kind == EMU_MEM_DEVICE ? rounded : 0))) {
-        if (kind == EMU_MEM_DEVICE)
+    if ((rc = emu_mem_add(p, size, kind, flags, ctx, mapped ? rounded : 0))) {
+        if (mapped)
             munmap(p, rounded);
         else
             free(p);
@@ -95,7 +97,10 @@ CUresult cuMemFree_v2(CUdeviceptr dptr)
     if ((rc = emu_mem_remove((uintptr_t)dptr, 1u << EMU_MEM_DEVICE, &a)))
         return rc;
     emu_ipc_mem_release(&a);
-    munmap((void *)a.base, a.map_size);
+    if (a.map_size)
+        munmap((void *)a.base, a.map_size);
+    else
+        free((void *)a.base);
     return CUDA_SUCCESS;
 }
 

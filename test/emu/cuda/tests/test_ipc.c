@@ -8,7 +8,7 @@
  *   3. the child writes the buffer and records the opened event; the parent's stream waits on
  *      its own event and reads the child's value.
  * Misuse: cuIpcGetEventHandle on an event without CU_EVENT_INTERPROCESS, a handle opened in the
- * process that made it, cuIpcGetMemHandle inside an allocation. */
+ * process that made it, cuIpcGetMemHandle inside an allocation. EMU_CUDA_IPC_MEM=1 (set here). */
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -158,6 +158,7 @@ static void parent(pid_t pid)
 
 int main(void)
 {
+    setenv("EMU_CUDA_IPC_MEM", "1", 1); /* device memory that cuIpcGetMemHandle can share */
     CHECK(pipe(to_child) == 0 && pipe(to_parent) == 0);
     pid_t pid = fork(); /* before either process uses the driver */
     CHECK(pid >= 0);
