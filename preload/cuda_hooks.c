@@ -7,7 +7,8 @@
  * and the driver call. Otherwise it asks the holding engine (cuda_hold.h) what its kind requires,
  * and calls the driver unless the engine handled the call; the driver call itself runs "inside"
  * (prophet_hold_enter/leave), so that a driver forwarding one entry point to another is not seen
- * twice. Stream creation is told to the engine whether or not anything is held.
+ * twice. Stream creation and interprocess events are told to the engine whether or not anything
+ * is held.
  *
  * The driver's own functions are resolved lazily, per entry: from the answer that handed the
  * wrapper out (dlsym of the driver's handle, cuGetProcAddress), else the next definition after this
