@@ -629,6 +629,10 @@ static int hold_skip(void)
     return !prophet_hold_armed() || prophet_hold_inside();
 }
 
+/* Interprocess events (the section at the end of this file). */
+static int hold_ipc_has(CUevent e);
+static void hold_ipc_record(hold_stream_t *h, CUevent e);
+
 int prophet_hold_event_record(CUevent e, CUstream s, int ptsz, CUresult *rc)
 {
     hold_stream_t *h;
@@ -645,6 +649,10 @@ int prophet_hold_event_record(CUevent e, CUstream s, int ptsz, CUresult *rc)
     if (r) { /* a new record of the handle replaces the old one */
         hold_rec_unvirt(r);
         r->taint.n = 0;
+    }
+    if (hold_ipc_has(e)) { /* another process may wait on it: never virtual */
+        hold_ipc_record(h, e);
+        goto out;
     }
     if (h->vdeps.n > 0 && !hold_dep_has_open(&h->vdeps)) {
         /* behind released blocks only: really wait for them (cheap) and record for real */
@@ -1166,5 +1174,160 @@ void prophet_hold_block_released(prophet_comm_t *c, uint32_t gen, int how)
         }
     hold_rearm();
     pthread_cond_broadcast(&prophet_hold_cond);
+    HOLD_UNLOCK();
+}
+
+/* ---- interprocess events (docs/completion-holding.md, "Interprocess events") -----------------
+ * An event made with CU_EVENT_INTERPROCESS, or opened by cuIpcOpenEventHandle, may be waited on by
+ * another process, which never sees a virtual record: its records are always real. The set of
+ * such handles has its own lock (a leaf: taken under the engine lock, never the other way round),
+ * and is looked up only while prophet_hold_nipc_ is nonzero. */
+
+#define HOLD_IPC_BUCKETS 256
+
+typedef struct hold_ipc {
+    struct hold_ipc *next;
+    CUevent ev;
+} hold_ipc_t;
+
+atomic_int prophet_hold_nipc_;
+static pthread_mutex_t hold_ipc_lock = PTHREAD_MUTEX_INITIALIZER;
+static hold_ipc_t *hold_ipcs[HOLD_IPC_BUCKETS];
+/* An interprocess event could not be remembered (out of memory): every record is then real. */
+static atomic_int hold_ipc_untracked;
+
+static hold_ipc_t **hold_ipc_slot(CUevent e)
+{
+    hold_ipc_t **p = &hold_ipcs[hold_hash_ptr(e, HOLD_IPC_BUCKETS)];
+
+    while (*p && (*p)->ev != e)
+        p = &(*p)->next;
+    return p;
+}
+
+void prophet_hold_ipc_event(CUevent e)
+{
+    hold_ipc_t **p, *x;
+
+    if (!e)
+        return;
+    pthread_mutex_lock(&hold_ipc_lock);
+    p = hold_ipc_slot(e);
+    if (!*p) {
+        if ((x = calloc(1, sizeof(*x))) != NULL) {
+            x->ev = e;
+            *p = x;
+            atomic_fetch_add(&prophet_hold_nipc_, 1);
+        } else if (!atomic_exchange(&hold_ipc_untracked, 1)) {
+            atomic_fetch_add(&prophet_hold_nipc_, 1); /* keeps every record looking */
+            prophet_msg(PROPHET_LOG_WARN, "out of memory remembering an interprocess event: "
+                                          "every event record is made real from now on");
+        }
+    }
+    pthread_mutex_unlock(&hold_ipc_lock);
+}
+
+void prophet_hold_ipc_forget(CUevent e)
+{
+    hold_ipc_t **p, *x;
+
+    pthread_mutex_lock(&hold_ipc_lock);
+    p = hold_ipc_slot(e);
+    if ((x = *p) != NULL) {
+        *p = x->next;
+        free(x);
+        atomic_fetch_sub(&prophet_hold_nipc_, 1);
+    }
+    pthread_mutex_unlock(&hold_ipc_lock);
+}
+
+static int hold_ipc_has(CUevent e)
+{
+    int has;
+
+    if (!atomic_load_explicit(&prophet_hold_nipc_, memory_order_relaxed))
+        return 0; /* no interprocess event in the process: the common case, no lookup */
+    if (atomic_load_explicit(&hold_ipc_untracked, memory_order_relaxed))
+        return 1;
+    pthread_mutex_lock(&hold_ipc_lock);
+    has = *hold_ipc_slot(e) != NULL;
+    pthread_mutex_unlock(&hold_ipc_lock);
+    return has;
+}
+
+/* The open blocks among `s` that this thread issued (it may release them). Called locked. */
+static int hold_collect_own(const hold_depset_t *s, hold_dep_t *out, int n)
+{
+    pthread_t self = pthread_self();
+
+    for (int i = 0; i < s->n; i++) {
+        hold_comm_t *hc = hold_comm(s->d[i].c);
+        int dup = 0;
+        if (!hc || !hold_is_open(&s->d[i]) || !pthread_equal(hc->owner, self) || n == HOLD_MAXCOMM)
+            continue;
+        for (int k = 0; k < n; k++)
+            dup |= out[k].c == s->d[i].c;
+        if (!dup)
+            out[n++] = s->d[i];
+    }
+    return n;
+}
+
+/* A record of interprocess event e on h (engine lock held; the driver records e after it). The
+ * other process may synchronise on e, which the engine cannot see: as at a host synchronisation
+ * (rule 6) the open blocks that h is behind and that this thread issued are released here, a
+ * program-order point, so that no process waits for a block that only a later call of this
+ * thread would close. The blocks of other threads are not waited for (a record never blocks the
+ * host): h gets GPU gates on every block it is behind (rule 4; an open one then taints h and the
+ * record), and the record is real, behind them. */
+static void hold_ipc_record(hold_stream_t *h, CUevent e)
+{
+    hold_dep_t own[HOLD_MAXCOMM];
+    hold_rec_t *r;
+    int n;
+
+    n = hold_collect_own(&h->vdeps, own, 0);
+    n = hold_collect_own(&h->taint, own, n);
+    hold_release_or_wait(own, n); /* drops the engine lock around each release */
+    hold_stream_prune(h);
+    hold_materialise(h);
+    r = hold_rec_find(e);
+    if (h->taint.n > 0 && (r || (r = hold_rec_get(e)) != NULL))
+        r->taint = h->taint; /* a real record behind a gate on an open block */
+    else if (r)
+        hold_rec_settle(r);
+}
+
+void prophet_hold_ipc_export(CUevent e)
+{
+    static atomic_int warned;
+    hold_dep_t own[HOLD_MAXCOMM];
+    hold_rec_t *r;
+    int n;
+
+    if (hold_skip())
+        return;
+    HOLD_LOCK();
+    r = hold_rec_find(e);
+    if (r && r->virt) {
+        /* made real as at its record (above): its own blocks released, then behind gates */
+        n = hold_collect_own(&r->deps, own, 0);
+        n = hold_collect_own(&r->taint, own, n);
+        hold_release_or_wait(own, n); /* a release issues it on X when nothing else holds it */
+        if ((r = hold_rec_find(e)) != NULL && r->virt) {
+            prophet_hold_enter();
+            hold_rec_issue_on_stream(r);
+            prophet_hold_leave();
+            hold_rec_issued(r);
+        }
+        if (!atomic_exchange(&warned, 1))
+            prophet_msg(PROPHET_LOG_WARN,
+                        "cuIpcGetEventHandle: event %p was recorded virtually behind a held "
+                        "all-reduce (its creation with CU_EVENT_INTERPROCESS was not seen: an "
+                        "unwrapped cuEventCreate); recorded for real now, and never virtually "
+                        "again",
+                        (void *)e);
+    }
+    hold_rearm();
     HOLD_UNLOCK();
 }

@@ -80,6 +80,34 @@ int prophet_hold_stream_destroy(CUstream s, CUresult *rc);
  * implicit synchronisation). Called whether or not anything is held. */
 void prophet_hold_stream_created(CUstream s, unsigned flags);
 
+/* ---- interprocess events (docs/completion-holding.md, "Interprocess events") ----------------
+ * Another process may wait on an event made with CU_EVENT_INTERPROCESS (or opened with
+ * cuIpcOpenEventHandle) and never sees the engine's virtual records: a record of such an event is
+ * never virtual. The wrappers tell the engine of each one, whether or not anything is held;
+ * prophet_hold_nipc_ counts them (0: no lookup anywhere). */
+extern atomic_int prophet_hold_nipc_;
+/* e is an interprocess event (made with the flag, opened, or exported). */
+void prophet_hold_ipc_event(CUevent e);
+/* e is no interprocess event (destroyed, or its handle reused by an ordinary event). */
+void prophet_hold_ipc_forget(CUevent e);
+/* cuEventCreate returned e made with flags. */
+static inline void prophet_hold_event_created(CUevent e, unsigned flags)
+{
+    if (flags & CU_EVENT_INTERPROCESS)
+        prophet_hold_ipc_event(e);
+    else if (atomic_load_explicit(&prophet_hold_nipc_, memory_order_relaxed))
+        prophet_hold_ipc_forget(e); /* a reused handle */
+}
+/* cuEventDestroy(e) is about to run (before the driver may hand the handle out again). */
+static inline void prophet_hold_event_destroying(CUevent e)
+{
+    if (atomic_load_explicit(&prophet_hold_nipc_, memory_order_relaxed))
+        prophet_hold_ipc_forget(e);
+}
+/* cuIpcGetEventHandle(e), before the driver: a virtual last record of e (its creation with the
+ * flag was not seen) is made real first, with one WARN. */
+void prophet_hold_ipc_export(CUevent e);
+
 /* ---- the scheduler's side (schedule.c, release.c, comm_life.c, interpose_*.c) -------------
  * A held block is named (comm, generation its release writes into the comm's gate word); the
  * open block of c has generation c->gpu.gate_gen + 1. Comm lock held unless said otherwise. */

@@ -7,7 +7,8 @@
  * and the driver call. Otherwise it asks the holding engine (cuda_hold.h) what its kind requires,
  * and calls the driver unless the engine handled the call; the driver call itself runs "inside"
  * (prophet_hold_enter/leave), so that a driver forwarding one entry point to another is not seen
- * twice. Stream creation is told to the engine whether or not anything is held.
+ * twice. Stream creation and interprocess events are told to the engine whether or not anything
+ * is held.
  *
  * The driver's own functions are resolved lazily, per entry: from the answer that handed the
  * wrapper out (dlsym of the driver's handle, cuGetProcAddress), else the next definition after this
@@ -218,10 +219,14 @@ static void *prophet_cuhook_procaddr(const char *symbol, void *p, int version, c
 #define PROPHET_CUHOOK_PRE_STREAM_DESTROY(ptsz, a, b, rcp) prophet_hold_stream_destroy((a), (rcp))
 #define PROPHET_CUHOOK_PRE_STREAM_CREATE(ptsz, a, b, rcp) 0
 #define PROPHET_CUHOOK_PRE_OTHER(ptsz, a, b, rcp) 0
+#define PROPHET_CUHOOK_PRE_EVENT_CREATE(ptsz, a, b, rcp) 0
+#define PROPHET_CUHOOK_PRE_IPC_OPEN_EVENT(ptsz, a, b, rcp) 0
+#define PROPHET_CUHOOK_PRE_IPC_GET_EVENT(ptsz, a, b, rcp) (prophet_hold_ipc_export(a), 0)
 
-/* FIRST: on every path, before anything else (a capture may begin: see prophet_capture_seen_). */
-#define PROPHET_CUHOOK_FIRST_CAPTURE_BEGIN() prophet_capture_begun()
-#define PROPHET_CUHOOK_FIRST_NONE() ((void)0)
+/* FIRST: on every path, before anything else (a capture may begin: see prophet_capture_seen_; an
+ * interprocess event's handle is forgotten before the driver may reuse it). */
+#define PROPHET_CUHOOK_FIRST_CAPTURE_BEGIN(...) prophet_capture_begun()
+#define PROPHET_CUHOOK_FIRST_NONE(...) ((void)0)
 #define PROPHET_CUHOOK_FIRST_RECORD PROPHET_CUHOOK_FIRST_NONE
 #define PROPHET_CUHOOK_FIRST_WAIT PROPHET_CUHOOK_FIRST_NONE
 #define PROPHET_CUHOOK_FIRST_WORK PROPHET_CUHOOK_FIRST_NONE
@@ -232,16 +237,38 @@ static void *prophet_cuhook_procaddr(const char *symbol, void *p, int version, c
 #define PROPHET_CUHOOK_FIRST_EVENT_SYNC PROPHET_CUHOOK_FIRST_NONE
 #define PROPHET_CUHOOK_FIRST_STREAM_SYNC PROPHET_CUHOOK_FIRST_NONE
 #define PROPHET_CUHOOK_FIRST_CTX_SYNC PROPHET_CUHOOK_FIRST_NONE
-#define PROPHET_CUHOOK_FIRST_EVENT_DESTROY PROPHET_CUHOOK_FIRST_NONE
+#define PROPHET_CUHOOK_FIRST_EVENT_DESTROY(a, b) prophet_hold_event_destroying(a)
 #define PROPHET_CUHOOK_FIRST_STREAM_DESTROY PROPHET_CUHOOK_FIRST_NONE
 #define PROPHET_CUHOOK_FIRST_STREAM_CREATE PROPHET_CUHOOK_FIRST_NONE
 #define PROPHET_CUHOOK_FIRST_OTHER PROPHET_CUHOOK_FIRST_NONE
+#define PROPHET_CUHOOK_FIRST_EVENT_CREATE PROPHET_CUHOOK_FIRST_NONE
+#define PROPHET_CUHOOK_FIRST_IPC_OPEN_EVENT PROPHET_CUHOOK_FIRST_NONE
+#define PROPHET_CUHOOK_FIRST_IPC_GET_EVENT PROPHET_CUHOOK_FIRST_NONE
 
 #define PROPHET_CUHOOK_POST_ALWAYS_STREAM_CREATE 1
 #define PROPHET_CUHOOK_POST_STREAM_CREATE(rc, a, b)                                                \
     do {                                                                                           \
         if ((rc) == CUDA_SUCCESS && (a))                                                           \
             prophet_hold_stream_created(*(a), (b));                                                \
+    } while (0)
+/* interprocess events are told whether or not anything is held */
+#define PROPHET_CUHOOK_POST_ALWAYS_EVENT_CREATE 1
+#define PROPHET_CUHOOK_POST_EVENT_CREATE(rc, a, b)                                                 \
+    do {                                                                                           \
+        if ((rc) == CUDA_SUCCESS && (a))                                                           \
+            prophet_hold_event_created(*(a), (b));                                                 \
+    } while (0)
+#define PROPHET_CUHOOK_POST_ALWAYS_IPC_OPEN_EVENT 1
+#define PROPHET_CUHOOK_POST_IPC_OPEN_EVENT(rc, a, b)                                               \
+    do {                                                                                           \
+        if ((rc) == CUDA_SUCCESS && (a))                                                           \
+            prophet_hold_ipc_event(*(a));                                                          \
+    } while (0)
+#define PROPHET_CUHOOK_POST_ALWAYS_IPC_GET_EVENT 1
+#define PROPHET_CUHOOK_POST_IPC_GET_EVENT(rc, a, b)                                                \
+    do {                                                                                           \
+        if ((rc) == CUDA_SUCCESS)                                                                  \
+            prophet_hold_ipc_event(a);                                                             \
     } while (0)
 #define PROPHET_CUHOOK_POST_NONE(rc, a, b) ((void)0)
 #define PROPHET_CUHOOK_POST_RECORD PROPHET_CUHOOK_POST_NONE
@@ -283,7 +310,7 @@ static void *prophet_cuhook_procaddr(const char *symbol, void *p, int version, c
             (prophet_cuhook_fn_##sym)prophet_cuhook_real(PROPHET_CUHOOK_##sym);                    \
         CUresult rc_ = CUDA_SUCCESS;                                                               \
                                                                                                    \
-        PROPHET_CUHOOK_FIRST_##kind();                                                             \
+        PROPHET_CUHOOK_FIRST_##kind(a, b);                                                         \
         if (!real_)                                                                                \
             return prophet_cuhook_missing(PROPHET_CUHOOK_##sym);                                   \
         if (!prophet_hold_armed() || prophet_hold_inside()) {                                      \
@@ -315,6 +342,9 @@ static void *prophet_cuhook_procaddr(const char *symbol, void *p, int version, c
 #define PROPHET_CUHOOK_DEFINE_STREAM_DESTROY PROPHET_CUHOOK_GENERIC
 #define PROPHET_CUHOOK_DEFINE_STREAM_CREATE PROPHET_CUHOOK_GENERIC
 #define PROPHET_CUHOOK_DEFINE_OTHER PROPHET_CUHOOK_GENERIC
+#define PROPHET_CUHOOK_DEFINE_EVENT_CREATE PROPHET_CUHOOK_GENERIC
+#define PROPHET_CUHOOK_DEFINE_IPC_OPEN_EVENT PROPHET_CUHOOK_GENERIC
+#define PROPHET_CUHOOK_DEFINE_IPC_GET_EVENT PROPHET_CUHOOK_GENERIC
 
 PROPHET_CUDA_HOOKS(PROPHET_CUHOOK_DEFINE)
 

@@ -31,6 +31,8 @@ KINDS = {
     "cuStreamCreate": "STREAM_CREATE", "cuStreamCreateWithPriority": "STREAM_CREATE",
     "cuStreamBeginCapture": "CAPTURE_BEGIN", "cuStreamBeginCaptureToGraph": "CAPTURE_BEGIN",
     "cuStreamEndCapture": "OTHER",
+    "cuEventCreate": "EVENT_CREATE", "cuIpcOpenEventHandle": "IPC_OPEN_EVENT",
+    "cuIpcGetEventHandle": "IPC_GET_EVENT",
 }
 WORK = """cuLaunchKernel cuLaunchKernelEx cuLaunchCooperativeKernel cuLaunchHostFunc
 cuStreamAddCallback cuGraphLaunch cuMemcpyAsync cuMemcpyHtoDAsync cuMemcpyDtoHAsync
@@ -103,6 +105,12 @@ HARMLESS = {
     "cuMemPrefetchAsync": "migrates managed pages on a stream; reads and writes no contents, the "
                           "driver keeps them coherent with a later write",
     "cuMemPrefetchBatchAsync": "migrates managed pages on a stream; reads and writes no contents",
+    # interprocess memory: a handle orders nothing; the other process's reads are ordered by an
+    # interprocess event, whose records are never virtual (cuEventCreate, cuIpc*EventHandle)
+    "cuIpcGetMemHandle": "exports an allocation; orders nothing (the importer's reads wait on an "
+                         "interprocess event, never recorded virtually)",
+    "cuIpcOpenMemHandle": "maps another process's allocation; orders nothing",
+    "cuIpcCloseMemHandle": "unmaps another process's allocation; orders nothing",
 }
 
 # Known gaps: refused or not yet wrapped (docs/completion-holding.md). Each is a way for a consumer
@@ -145,10 +153,6 @@ GAPS = {
     "cuLaunchGrid": "not yet wrapped (deprecated): a launch on the default stream",
     "cuLaunchCooperativeKernelMultiDevice": "not yet wrapped (deprecated): launches on the "
                                             "streams of its launch parameters",
-    "cuEventCreate": "not yet wrapped: an interprocess event (CU_EVENT_INTERPROCESS) recorded "
-                     "virtually is never recorded for the other process",
-    "cuIpcGetEventHandle": "not yet wrapped: exports an event whose record may be virtual",
-    "cuIpcOpenEventHandle": "not yet wrapped: imports an event another process records",
 }
 
 # Wrapped, with a part the wrapper does not yet see (known gaps too).
@@ -243,11 +247,18 @@ KIND_DOC = {
     "EVENT_SYNC": "EVENT_SYNC: releases what the event is behind (rule 6)",
     "STREAM_SYNC": "STREAM_SYNC: releases what the stream is behind (rule 6)",
     "CTX_SYNC": "CTX_SYNC: releases every open block (rule 6)",
-    "EVENT_DESTROY": "EVENT_DESTROY: a virtual record's destruction is deferred (rule 8)",
+    "EVENT_DESTROY": "EVENT_DESTROY: a virtual record's destruction is deferred (rule 8); an "
+                     "interprocess event is forgotten first",
     "STREAM_DESTROY": "STREAM_DESTROY: releases what the stream is behind (rule 6)",
     "STREAM_CREATE": "STREAM_CREATE: the stream's flags are told (rule 11)",
     "CAPTURE_BEGIN": "CAPTURE_BEGIN: materialises first; nothing held in capture (rule 10)",
     "OTHER": "OTHER: forwarded",
+    "EVENT_CREATE": "EVENT_CREATE: an event made with CU_EVENT_INTERPROCESS is told: its records "
+                    "are never virtual (interprocess events)",
+    "IPC_OPEN_EVENT": "IPC_OPEN_EVENT: the opened event is told: its records in this process are "
+                      "never virtual (interprocess events)",
+    "IPC_GET_EVENT": "IPC_GET_EVENT: a virtual last record is made real first, the event is told "
+                     "(interprocess events)",
     "PROCADDR": "PROCADDR: answers are swapped for wrappers (version-checked)",
 }
 
@@ -369,8 +380,12 @@ def main():
             a = events[0]
         elif kind == "ELAPSED":
             a, b = events[0], events[1]
-        elif kind == "STREAM_CREATE":
+        elif kind in ("STREAM_CREATE", "EVENT_CREATE"):
             a, b = names[0], names[1]
+        elif kind == "IPC_OPEN_EVENT":
+            a = names[0]
+        elif kind == "IPC_GET_EVENT":
+            a = events[0]
         rows.append(f'    H({sym}, "{proc}", {kind}, {ptsz}, {cur}, ({params}), {args}, {a}, {b})')
     out = []
     out.append("""/* The CUDA driver entry points that libprophet.so wraps (preload/cuda_hooks.c), one line each:
@@ -381,7 +396,9 @@ def main():
  *   SYNC_WORK (a synchronous copy or memset: work on the default stream, then a host wait),
  *   EVENT_QUERY, STREAM_QUERY, ELAPSED (a, b events), EVENT_SYNC, STREAM_SYNC, CTX_SYNC,
  *   EVENT_DESTROY, STREAM_DESTROY, STREAM_CREATE (a out-handle, b flags; told after success),
- *   CAPTURE_BEGIN (a stream), OTHER (nothing to ask), PROCADDR (cuGetProcAddress: hand-written).
+ *   CAPTURE_BEGIN (a stream), OTHER (nothing to ask), PROCADDR (cuGetProcAddress: hand-written),
+ *   EVENT_CREATE (a out-handle, b flags; told after success), IPC_OPEN_EVENT (a out-handle; told
+ *   after success), IPC_GET_EVENT (a event: made real first, told after success).
  * ptsz: 1 for the per-thread default stream forms (_ptsz, _ptds). current: 1 when this toolkit's
  * cuda.h maps the name to this symbol (in its flavour): what cuGetProcAddress is taken to have
  * returned when the driver hands out a pointer that is none of its exported symbols, if the

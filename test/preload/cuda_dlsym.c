@@ -37,7 +37,8 @@ int main(void)
     /* the global scope too, once a driver is loaded */
     CHECK_IS(dlsym(RTLD_DEFAULT, "cuEventRecord"), P, "cuEventRecord");
     /* names that are not wrapped: the driver's own */
-    const char *plain[] = {"cuInit", "cuEventCreate", "cuDeviceGet", "cuStreamGetFlags",
+    CHECK_IS(dlsym(h, "cuEventCreate"), P, "cuEventCreate"); /* interprocess events are told */
+    const char *plain[] = {"cuInit", "cuMemAlloc_v2", "cuDeviceGet", "cuStreamGetFlags",
                            "cuCtxGetCurrent"};
     for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++)
         CHECK_IS(dlsym(h, plain[i]), D, plain[i]);

@@ -49,9 +49,10 @@ int main(void)
     CHECK_IS(&cuMemFree, P, "cuMemFree_v2");
     CHECK_IS(&cuStreamBeginCapture, P, "cuStreamBeginCapture_v2");
     CHECK_IS(&cuStreamEndCapture, P, "cuStreamEndCapture");
+    CHECK_IS(&cuEventCreate, P, "cuEventCreate"); /* interprocess events are told */
     /* not wrapped: the driver's own */
     CHECK_IS(&cuInit, "libcuda.so", "cuInit");
-    CHECK_IS(&cuEventCreate, "libcuda.so", "cuEventCreate");
+    CHECK_IS(&cuDeviceGet, "libcuda.so", "cuDeviceGet");
 
     /* the calls reach the driver */
     CU_OK(cuInit(0));

@@ -1,5 +1,8 @@
 /* Events. Each cuEventRecord makes a new mark (refcounted) that fires when its stream reaches
- * it; the event points at its latest mark. Waits hold the mark that was latest at wait time. */
+ * it; the event points at its latest mark. Waits hold the mark that was latest at wait time.
+ * An interprocess event (CU_EVENT_INTERPROCESS, or opened by cuIpcOpenEventHandle) numbers its
+ * records in shared memory instead (emu_ipc.c): queries, host and stream waits are for the record
+ * number that was the latest at the time, whichever process recorded it. */
 #include <stdlib.h>
 
 #include "emu_internal.h"
@@ -14,20 +17,25 @@ struct emu_mark *emu_mark_new(void)
 
 void emu_mark_put(struct emu_mark *m)
 {
-    if (m && atomic_fetch_sub(&m->refs, 1) == 1)
+    if (m && atomic_fetch_sub(&m->refs, 1) == 1) {
+        if (m->ipc)
+            emu_ipc_ev_put(m->ipc);
         free(m);
+    }
 }
 
-static void emu_event_put(struct CUevent_st *e)
+void emu_event_put(struct CUevent_st *e)
 {
     if (atomic_fetch_sub(&e->refs, 1) != 1)
         return;
     emu_mark_put(e->last);
+    if (e->ipc)
+        emu_ipc_ev_put(e->ipc);
     pthread_mutex_destroy(&e->lock);
     free(e);
 }
 
-static CUresult emu_event_get(CUevent h, struct CUevent_st **out)
+CUresult emu_event_get(CUevent h, struct CUevent_st **out)
 {
     CUresult rc = emu_check_init();
     if (rc)
@@ -65,10 +73,22 @@ CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
     if (!phEvent || (Flags & ~all) ||
         ((Flags & CU_EVENT_INTERPROCESS) && !(Flags & CU_EVENT_DISABLE_TIMING)))
         return CUDA_ERROR_INVALID_VALUE;
-    struct CUevent_st *e = calloc(1, sizeof(*e));
-    if (!e)
+    struct emu_ipc_ev *ipc = NULL;
+    if ((Flags & CU_EVENT_INTERPROCESS) && !(ipc = emu_ipc_ev_new()))
         return CUDA_ERROR_OUT_OF_MEMORY;
-    e->flags = Flags;
+    return emu_event_new(Flags, ipc, phEvent);
+}
+
+CUresult emu_event_new(unsigned flags, struct emu_ipc_ev *ipc, CUevent *out)
+{
+    struct CUevent_st *e = calloc(1, sizeof(*e));
+    if (!e) {
+        if (ipc)
+            emu_ipc_ev_put(ipc);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    e->flags = flags;
+    e->ipc = ipc;
     atomic_init(&e->refs, 1);
     pthread_mutex_init(&e->lock, NULL);
     pthread_mutex_lock(&emu_g.lock);
@@ -78,7 +98,7 @@ CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
         emu_event_put(e);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    *phEvent = e;
+    *out = e;
     return CUDA_SUCCESS;
 }
 
@@ -129,6 +149,11 @@ CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int f
     atomic_fetch_add(&m->refs, 1); /* one for the op, one for the event */
     op->u.mark.mark = m;
     op->u.mark.timing = !(e->flags & CU_EVENT_DISABLE_TIMING);
+    if (e->ipc) { /* numbered before it may fire (a record on an idle stream fires in submit) */
+        emu_ipc_ev_get(e->ipc);
+        m->ipc = e->ipc;
+        m->ipc_seq = atomic_fetch_add(&e->ipc->sh->recorded, 1) + 1;
+    }
     /* Hold the event lock across submit so that concurrent records of one event leave the
      * event pointing at the one queued last. The wait for room in the queue comes first: work
      * on the stream may read this event (emuEventTimestampNs) and needs its lock to finish. */
@@ -143,6 +168,8 @@ CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int f
         m = NULL;
     }
     pthread_mutex_unlock(&e->lock);
+    if (m && m->ipc) /* failed, or captured: the number issued must not be waited for */
+        emu_ipc_ev_fire(m->ipc, m->ipc_seq);
     if (rc)
         emu_op_free(op);
     emu_mark_put(m); /* not kept by the event: failed, or captured into a graph */
@@ -169,6 +196,12 @@ CUresult cuEventQuery(CUevent hEvent)
     rc = emu_event_get(hEvent, &e);
     if (rc)
         return rc;
+    if (e->ipc) {
+        if (!emu_ipc_ev_done(e->ipc, atomic_load(&e->ipc->sh->recorded)))
+            rc = CUDA_ERROR_NOT_READY;
+        emu_event_put(e);
+        return rc;
+    }
     struct emu_mark *m = emu_event_last(e);
     if (m && !atomic_load_explicit(&m->done, memory_order_acquire))
         rc = CUDA_ERROR_NOT_READY;
@@ -193,6 +226,11 @@ CUresult cuEventSynchronize(CUevent hEvent)
     rc = emu_event_get(hEvent, &e);
     if (rc)
         return rc;
+    if (e->ipc) {
+        emu_ipc_ev_wait(e->ipc, atomic_load(&e->ipc->sh->recorded));
+        emu_event_put(e);
+        return CUDA_SUCCESS;
+    }
     struct emu_mark *m = emu_event_last(e);
     if (m)
         emu_wait(emu_mark_done, m, 0);
@@ -212,6 +250,10 @@ CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
         return rc;
     if (Flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL) {
         rc = CUDA_ERROR_INVALID_VALUE;
+        goto out;
+    }
+    if (e->ipc) {
+        rc = emu_ipc_wait_op(s, e->ipc);
         goto out;
     }
     struct emu_mark *m = emu_event_last(e);

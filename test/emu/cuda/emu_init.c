@@ -55,6 +55,9 @@ CUresult cuInit(unsigned int Flags)
         /* a real GPU blocks a launch once its push buffer is full: commonly measured, about 1024
          * pending launches; 0 = unbounded */
         emu_g.queue_depth = (unsigned)emu_env_int("EMU_CUDA_QUEUE_DEPTH", 1024, 0, 1 << 30);
+        /* device memory that cuIpcGetMemHandle can share (page mappings); off: heap memory, which
+         * a sanitizer checks to the byte */
+        emu_g.ipc_mem = emu_env_int("EMU_CUDA_IPC_MEM", 0, 0, 1);
         atomic_store_explicit(&emu_g.initialized, 1, memory_order_release);
     }
     pthread_mutex_unlock(&emu_g.lock);

@@ -43,7 +43,8 @@ int emu_ptrset_add(struct emu_ptrset *s, void *p);
 int emu_ptrset_has(const struct emu_ptrset *s, const void *p);
 int emu_ptrset_del(struct emu_ptrset *s, const void *p);
 
-enum emu_mem_kind { EMU_MEM_DEVICE = 1, EMU_MEM_HOST = 2, EMU_MEM_REGISTERED = 3 };
+/* EMU_MEM_IPC: another process's device memory, mapped by cuIpcOpenMemHandle (emu_ipc.c). */
+enum emu_mem_kind { EMU_MEM_DEVICE = 1, EMU_MEM_HOST = 2, EMU_MEM_REGISTERED = 3, EMU_MEM_IPC = 4 };
 struct emu_alloc {
     uintptr_t base;
     size_t size;
@@ -51,12 +52,25 @@ struct emu_alloc {
     unsigned flags;
     struct CUctx_st *ctx;
     unsigned long long id;
+    size_t map_size; /* a page mapping's length (IPC memory, EMU_CUDA_IPC_MEM device memory); 0:
+                      * heap memory */
+    int ipc_fd;      /* device memory exported by cuIpcGetMemHandle: its memfd (-1: not exported) */
 };
 struct emu_alloc_table {
     struct emu_alloc *v;
     size_t n, cap;
 };
+static inline int emu_mem_is_device(enum emu_mem_kind k)
+{
+    return k == EMU_MEM_DEVICE || k == EMU_MEM_IPC;
+}
 int emu_alloc_insert(struct emu_alloc_table *t, const struct emu_alloc *a);
+/* Registers an allocation of the calling context (emu_mem.c); map_size: its mapping's length. */
+CUresult emu_mem_add(void *p, size_t size, enum emu_mem_kind kind, unsigned flags,
+                     struct CUctx_st *ctx, size_t map_size);
+/* Removes the allocation that starts exactly at base and has one of the kinds in kind_mask
+ * (bits 1 << kind); a copy of it in *out when given. CUDA_ERROR_INVALID_VALUE when none. */
+CUresult emu_mem_remove(uintptr_t base, unsigned kind_mask, struct emu_alloc *out);
 /* Index of the allocation containing addr, or -1. */
 long emu_alloc_find(const struct emu_alloc_table *t, uintptr_t addr);
 void emu_alloc_remove_at(struct emu_alloc_table *t, size_t i);
@@ -80,6 +94,8 @@ struct emu_global {
     unsigned record_notiming_ns; /* EMU_CUDA_RECORD_NOTIMING_NS: the same, timing disabled */
     unsigned queue_depth; /* EMU_CUDA_QUEUE_DEPTH, default 1024, 0 = unbounded: most operations a
                            * stream holds pending before a launch blocks the host (push buffer) */
+    int ipc_mem; /* EMU_CUDA_IPC_MEM, default 0: device memory is made of page mappings, which
+                  * cuIpcGetMemHandle can share (else heap memory, and it answers NOT_SUPPORTED) */
 };
 extern struct emu_global emu_g;
 
@@ -89,12 +105,49 @@ CUresult emu_check_init(void);
 /* emu_check_init, then CUDA_ERROR_INVALID_DEVICE unless 0 <= dev < device count. */
 CUresult emu_check_dev(CUdevice dev);
 
+/* ---- interprocess events (emu_ipc.c) ------------------------------------------------------
+ * An event made with CU_EVENT_INTERPROCESS keeps its records' progress in a page of shared memory
+ * (a memfd), which cuIpcOpenEventHandle maps in another process: `recorded` counts the records
+ * issued (by any process), `fired` is the number of the latest one that fired. A query, host
+ * synchronisation or stream wait on such an event, in either process, is for the record that was
+ * the latest when it was made: fired >= that number (records fire in the order they were issued,
+ * which holds for records on one stream). */
+struct emu_ipc_shared {
+    uint64_t magic;
+    _Atomic uint64_t recorded, fired;
+};
+struct emu_ipc_ev {
+    atomic_int refs; /* the event, and each record and wait in flight */
+    int fd;          /* the exporter's memfd (-1 in an importing process) */
+    struct emu_ipc_shared *sh;
+};
+/* A new shared page for an event created with CU_EVENT_INTERPROCESS; NULL on failure. */
+struct emu_ipc_ev *emu_ipc_ev_new(void);
+void emu_ipc_ev_get(struct emu_ipc_ev *x);
+void emu_ipc_ev_put(struct emu_ipc_ev *x);
+/* Record number n (1-based) of the event fired, or is dropped (failed or captured): fired >= n. */
+void emu_ipc_ev_fire(struct emu_ipc_ev *x, uint64_t n);
+/* Whether record n has fired (every record up to n: see above). */
+int emu_ipc_ev_done(struct emu_ipc_ev *x, uint64_t n);
+/* Blocks until emu_ipc_ev_done(x, n): polled, the other process's stream threads fire it. */
+void emu_ipc_ev_wait(struct emu_ipc_ev *x, uint64_t n);
+/* cuStreamWaitEvent on an interprocess event: later work on s waits for its latest record now
+ * (nothing is queued when that one fired already, or none was made). */
+struct CUstream_st;
+CUresult emu_ipc_wait_op(struct CUstream_st *s, struct emu_ipc_ev *x);
+/* With EMU_CUDA_IPC_MEM=1 device memory is an anonymous private mapping (emu_mem.c), which
+ * cuIpcGetMemHandle moves into a memfd mapped at the same address (emu_ipc.c). Called by cuMemFree
+ * before the mapping is removed: the memfd is closed. */
+void emu_ipc_mem_release(const struct emu_alloc *a);
+
 /* ---- operations ------------------------------------------------------------------------- */
 /* A mark is one recording of an event: it fires when its stream reaches it. */
 struct emu_mark {
     atomic_int refs;
     atomic_int done;
     atomic_ullong t_ns;
+    struct emu_ipc_ev *ipc; /* an interprocess event's record (referenced): fires record ipc_seq */
+    uint64_t ipc_seq;
 };
 struct emu_mark *emu_mark_new(void);
 void emu_mark_put(struct emu_mark *m);
@@ -112,6 +165,7 @@ enum emu_op_kind {
     EMU_OP_WRITE_VALUE,
     EMU_OP_WAIT_SEQ, /* implicit legacy-stream synchronisation */
     EMU_OP_LAUNCH,   /* cuLaunchKernel: fn(params) over the copied parameters */
+    EMU_OP_WAIT_IPC, /* cuStreamWaitEvent on an interprocess event: until record seq fired */
 };
 
 struct emu_op {
@@ -159,6 +213,10 @@ struct emu_op {
             uint32_t val;
             unsigned flags;
         } value;
+        struct {
+            struct emu_ipc_ev *ipc; /* referenced */
+            uint64_t seq;
+        } ipcw;
     } u;
 };
 
@@ -215,8 +273,16 @@ struct CUevent_st {
     unsigned flags;
     atomic_int refs;
     pthread_mutex_t lock;
-    struct emu_mark *last; /* most recent record, NULL if never recorded */
+    struct emu_mark *last;  /* most recent record, NULL if never recorded */
+    struct emu_ipc_ev *ipc; /* CU_EVENT_INTERPROCESS, or opened by cuIpcOpenEventHandle */
 };
+
+/* events (emu_event.c) */
+/* Resolves a handle and takes a reference (CUDA_ERROR_INVALID_HANDLE when unknown). */
+CUresult emu_event_get(CUevent h, struct CUevent_st **out);
+void emu_event_put(struct CUevent_st *e);
+/* A new registered event; it takes over the reference `ipc` (may be NULL). */
+CUresult emu_event_new(unsigned flags, struct emu_ipc_ev *ipc, CUevent *out);
 
 /* contexts (emu_ctx.c) */
 /* Current context of the calling thread, or NULL (INVALID_CONTEXT) when none is valid. */

@@ -1,16 +1,20 @@
 /* Memory: device memory is host memory. Every allocation is kept in a range table so that frees
- * and pointer queries can be checked and answered. */
+ * and pointer queries can be checked and answered. Device memory is heap memory (a sanitizer
+ * checks it to the byte), or with EMU_CUDA_IPC_MEM=1 a private anonymous mapping of whole pages,
+ * which cuIpcGetMemHandle can share with another process (emu_ipc.c). */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "emu_internal.h"
 
 #define EMU_ALIGN 256
 
-static CUresult emu_mem_add(void *p, size_t size, enum emu_mem_kind kind, unsigned flags,
-                            struct CUctx_st *ctx)
+CUresult emu_mem_add(void *p, size_t size, enum emu_mem_kind kind, unsigned flags,
+                     struct CUctx_st *ctx, size_t map_size)
 {
-    struct emu_alloc a = {(uintptr_t)p, size, kind, flags, ctx, emu_next_id()};
+    struct emu_alloc a = {(uintptr_t)p, size, kind, flags, ctx, emu_next_id(), map_size, -1};
     pthread_mutex_lock(&emu_g.lock);
     int overlap = emu_alloc_find(&emu_g.allocs, a.base) >= 0 ||
                   emu_alloc_find(&emu_g.allocs, a.base + size - 1) >= 0;
@@ -21,13 +25,16 @@ static CUresult emu_mem_add(void *p, size_t size, enum emu_mem_kind kind, unsign
     return err ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
 }
 
-/* Remove the allocation that starts exactly at base and has one of the kinds in mask. */
-static CUresult emu_mem_remove(uintptr_t base, unsigned kind_mask)
+/* Remove the allocation that starts exactly at base and has one of the kinds in mask (a copy of
+ * it in *out, when given). */
+CUresult emu_mem_remove(uintptr_t base, unsigned kind_mask, struct emu_alloc *out)
 {
     CUresult rc = CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&emu_g.lock);
     long i = base ? emu_alloc_find(&emu_g.allocs, base) : -1;
     if (i >= 0 && emu_g.allocs.v[i].base == base && ((1u << emu_g.allocs.v[i].kind) & kind_mask)) {
+        if (out)
+            *out = emu_g.allocs.v[i];
         emu_alloc_remove_at(&emu_g.allocs, (size_t)i);
         rc = CUDA_SUCCESS;
     }
@@ -44,11 +51,23 @@ static CUresult emu_mem_alloc(void **out, size_t size, enum emu_mem_kind kind, u
     if (!out || !size)
         return CUDA_ERROR_INVALID_VALUE;
     void *p = NULL;
-    size_t rounded = (size + EMU_ALIGN - 1) & ~(size_t)(EMU_ALIGN - 1);
-    if (rounded < size || posix_memalign(&p, EMU_ALIGN, rounded))
+    int mapped = kind == EMU_MEM_DEVICE && emu_g.ipc_mem;
+    size_t align = mapped ? (size_t)sysconf(_SC_PAGESIZE) : EMU_ALIGN;
+    size_t rounded = (size + align - 1) & ~(align - 1);
+    if (rounded < size)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    if ((rc = emu_mem_add(p, size, kind, flags, ctx))) {
-        free(p);
+    if (mapped) {
+        p = mmap(NULL, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+    } else if (posix_memalign(&p, EMU_ALIGN, rounded)) {
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if ((rc = emu_mem_add(p, size, kind, flags, ctx, mapped ? rounded : 0))) {
+        if (mapped)
+            munmap(p, rounded);
+        else
+            free(p);
         return rc;
     }
     *out = p;
@@ -74,9 +93,14 @@ CUresult cuMemFree_v2(CUdeviceptr dptr)
     CUresult rc = emu_check_init();
     if (rc)
         return rc;
-    if ((rc = emu_mem_remove((uintptr_t)dptr, 1u << EMU_MEM_DEVICE)))
+    struct emu_alloc a;
+    if ((rc = emu_mem_remove((uintptr_t)dptr, 1u << EMU_MEM_DEVICE, &a)))
         return rc;
-    free((void *)(uintptr_t)dptr);
+    emu_ipc_mem_release(&a);
+    if (a.map_size)
+        munmap((void *)a.base, a.map_size);
+    else
+        free((void *)a.base);
     return CUDA_SUCCESS;
 }
 
@@ -101,7 +125,7 @@ CUresult cuMemFreeHost(void *p)
     CUresult rc = emu_check_init();
     if (rc)
         return rc;
-    if ((rc = emu_mem_remove((uintptr_t)p, 1u << EMU_MEM_HOST)))
+    if ((rc = emu_mem_remove((uintptr_t)p, 1u << EMU_MEM_HOST, NULL)))
         return rc;
     free(p);
     return CUDA_SUCCESS;
@@ -115,7 +139,7 @@ CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
         return rc;
     if (!p || !bytesize)
         return CUDA_ERROR_INVALID_VALUE;
-    return emu_mem_add(p, bytesize, EMU_MEM_REGISTERED, Flags, ctx);
+    return emu_mem_add(p, bytesize, EMU_MEM_REGISTERED, Flags, ctx, 0);
 }
 
 CUresult cuMemHostUnregister(void *p)
@@ -123,7 +147,7 @@ CUresult cuMemHostUnregister(void *p)
     CUresult rc = emu_check_init();
     if (rc)
         return rc;
-    rc = emu_mem_remove((uintptr_t)p, 1u << EMU_MEM_REGISTERED);
+    rc = emu_mem_remove((uintptr_t)p, 1u << EMU_MEM_REGISTERED, NULL);
     return rc ? CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED : CUDA_SUCCESS;
 }
 
@@ -149,7 +173,7 @@ CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int 
     CUresult rc = emu_mem_lookup((uintptr_t)p, &a);
     if (rc == CUDA_ERROR_NOT_INITIALIZED)
         return rc;
-    if (!pdptr || Flags || rc || a.kind == EMU_MEM_DEVICE)
+    if (!pdptr || Flags || rc || emu_mem_is_device(a.kind))
         return CUDA_ERROR_INVALID_VALUE;
     *pdptr = (CUdeviceptr)(uintptr_t)p;
     return CUDA_SUCCESS;
@@ -161,7 +185,7 @@ CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p)
     CUresult rc = emu_mem_lookup((uintptr_t)p, &a);
     if (rc == CUDA_ERROR_NOT_INITIALIZED)
         return rc;
-    if (!pFlags || rc || a.kind == EMU_MEM_DEVICE)
+    if (!pFlags || rc || emu_mem_is_device(a.kind))
         return CUDA_ERROR_INVALID_VALUE;
     *pFlags = a.flags;
     return CUDA_SUCCESS;
@@ -173,7 +197,7 @@ CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr 
     CUresult rc = emu_mem_lookup((uintptr_t)dptr, &a);
     if (rc == CUDA_ERROR_NOT_INITIALIZED)
         return rc;
-    if (rc || a.kind != EMU_MEM_DEVICE)
+    if (rc || !emu_mem_is_device(a.kind))
         return CUDA_ERROR_NOT_FOUND;
     if (pbase)
         *pbase = (CUdeviceptr)a.base;
@@ -218,13 +242,13 @@ CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdevi
         break;
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
         *(unsigned int *)data =
-            a.kind == EMU_MEM_DEVICE ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+            emu_mem_is_device(a.kind) ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
         break;
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
         *(CUdeviceptr *)data = ptr;
         break;
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:
-        if (a.kind == EMU_MEM_DEVICE)
+        if (emu_mem_is_device(a.kind))
             return CUDA_ERROR_INVALID_VALUE;
         *(void **)data = (void *)(uintptr_t)ptr;
         break;

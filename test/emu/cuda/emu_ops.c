@@ -23,6 +23,8 @@ void emu_op_free(struct emu_op *op)
         emu_stream_put(op->u.seqw.stream);
     if (op->kind == EMU_OP_LAUNCH)
         free(op->u.launch.params);
+    if (op->kind == EMU_OP_WAIT_IPC && op->u.ipcw.ipc)
+        emu_ipc_ev_put(op->u.ipcw.ipc);
     free(op);
 }
 
@@ -95,8 +97,13 @@ void emu_op_run(struct emu_op *op)
         struct emu_mark *m = op->u.mark.mark;
         atomic_store_explicit(&m->t_ns, emu_now_ns(), memory_order_relaxed);
         atomic_store_explicit(&m->done, 1, memory_order_release);
+        if (m->ipc)
+            emu_ipc_ev_fire(m->ipc, m->ipc_seq);
         break; /* the stream loop notifies waiters after every op */
     }
+    case EMU_OP_WAIT_IPC:
+        emu_ipc_ev_wait(op->u.ipcw.ipc, op->u.ipcw.seq);
+        break;
     case EMU_OP_WAIT_EVENT:
         emu_wait(emu_mark_fired, op->u.mark.mark, 0);
         break;

@@ -92,6 +92,7 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuin
 #undef cuStreamWriteValue32
 #undef cuDeviceTotalMem
 #undef cuDeviceGetUuid
+#undef cuIpcOpenMemHandle
 
 EMU_FORWARD(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease_v2, (CUdevice dev), (dev))
 EMU_FORWARD(cuDevicePrimaryCtxSetFlags, cuDevicePrimaryCtxSetFlags_v2,
@@ -130,6 +131,8 @@ EMU_FORWARD(cuStreamWriteValue32, cuStreamWriteValue32_v2,
             (CUstream s, CUdeviceptr a, cuuint32_t v, unsigned int f), (s, a, v, f))
 EMU_FORWARD(cuDeviceTotalMem, cuDeviceTotalMem_v2, (size_t * bytes, CUdevice dev), (bytes, dev))
 EMU_FORWARD(cuDeviceGetUuid, cuDeviceGetUuid_v2, (CUuuid * uuid, CUdevice dev), (uuid, dev))
+EMU_FORWARD(cuIpcOpenMemHandle, cuIpcOpenMemHandle_v2,
+            (CUdeviceptr * d, CUipcMemHandle h, unsigned int f), (d, h, f))
 
 /* ---- cuGetProcAddress --------------------------------------------------------------------- */
 
@@ -245,6 +248,11 @@ static const struct emu_proc emu_procs[] = {
     P(cuEventSynchronize, cuEventSynchronize),
     P(cuEventDestroy, cuEventDestroy_v2),
     P(cuEventElapsedTime, cuEventElapsedTime_v2),
+    P(cuIpcGetEventHandle, cuIpcGetEventHandle),
+    P(cuIpcOpenEventHandle, cuIpcOpenEventHandle),
+    P(cuIpcGetMemHandle, cuIpcGetMemHandle),
+    P(cuIpcOpenMemHandle, cuIpcOpenMemHandle_v2),
+    P(cuIpcCloseMemHandle, cuIpcCloseMemHandle),
     P(cuMemAlloc, cuMemAlloc_v2),
     P(cuMemFree, cuMemFree_v2),
     P(cuMemAllocHost, cuMemAllocHost_v2),
@@ -335,6 +343,11 @@ static CUresult emu_unnamed_ctx_synchronize(void)
     return cuCtxSynchronize();
 }
 
+static CUresult emu_unnamed_event_create(CUevent *phEvent, unsigned int Flags)
+{
+    return cuEventCreate(phEvent, Flags);
+}
+
 static void *emu_proc_unnamed(const char *symbol)
 {
     static const struct {
@@ -344,6 +357,7 @@ static void *emu_proc_unnamed(const char *symbol)
         {"cuEventRecord", (void *)emu_unnamed_event_record},
         {"cuStreamWaitEvent", (void *)emu_unnamed_stream_wait_event},
         {"cuCtxSynchronize", (void *)emu_unnamed_ctx_synchronize},
+        {"cuEventCreate", (void *)emu_unnamed_event_create},
     };
     const char *list = getenv("EMU_CUDA_PROC_UNNAMED");
     size_t n = strlen(symbol);
