@@ -364,6 +364,22 @@ static int prophet_abort_drain(prophet_comm_t *c)
 }
 
 /* Abort/Revoke (`what`) with held calls: issued if they can be, else dropped, as said above. */
+static void prophet_comm_abort_pending(prophet_comm_t *c, const char *what, int freed);
+
+/* The same, in the comm's context: Abort often comes from another thread than the calls
+ * (PyTorch's watchdog), one with no current context, where the preload's events could not be
+ * made. The thread's context is put back after. */
+static void prophet_comm_abort_pending_in_ctx(prophet_comm_t *c, const char *what, int freed)
+{
+    CUcontext prev = NULL;
+    int switched = c->gpu.ctx && prophet_cu.CtxGetCurrent(&prev) == CUDA_SUCCESS &&
+                   prev != c->gpu.ctx && prophet_cu.CtxSetCurrent(c->gpu.ctx) == CUDA_SUCCESS;
+
+    prophet_comm_abort_pending(c, what, freed);
+    if (switched)
+        prophet_cu.CtxSetCurrent(prev);
+}
+
 static void prophet_comm_abort_pending(prophet_comm_t *c, const char *what, int freed)
 {
     uint32_t n = c->blocks.pending.n;
@@ -428,9 +444,9 @@ void prophet_comm_retire(prophet_comm_t *c, int how)
         }
         prophet_poller_collect(c); /* completed records into the log before it closes */
     } else {
-        prophet_comm_abort_pending(c,
-                                   how == PROPHET_RETIRE_ABORT ? "ncclCommAbort" : "ncclCommRevoke",
-                                   how == PROPHET_RETIRE_ABORT);
+        prophet_comm_abort_pending_in_ctx(
+            c, how == PROPHET_RETIRE_ABORT ? "ncclCommAbort" : "ncclCommRevoke",
+            how == PROPHET_RETIRE_ABORT);
     }
     atomic_store(&c->alive, 0);
     prophet_comm_summary(c, prophet_poller_busy_hz());

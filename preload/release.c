@@ -58,12 +58,12 @@ static void prophet_block_clear(prophet_comm_t *c)
     c->order.block_number++;
 }
 
-/* No gate can open after block gen has run (it was launched on the members' stream, which is
- * itself gated on it or cannot take the gate's write; or X's gate failed and no host wait can
- * tell when the block ends): opening it from the host would let the work queued behind it read
- * the buffers before the block wrote them. The context is stopped instead (a trap,
- * prophet_hold_block_poisoned) and the comm stops with a sticky error: the job gets an error,
- * never data. docs/completion-holding.md, "A dropped call". */
+/* No gate can open after block gen has run (NCCL refused its calls; or it was launched on the
+ * members' stream, which is itself gated on it or cannot take the gate's write; or X's gate
+ * failed and no host wait can tell when the block ends): opening it from the host would let the
+ * work queued behind it read the buffers before the block wrote them. The context is stopped
+ * instead (a trap, prophet_hold_block_poisoned) and the comm stops with a sticky error: the job
+ * gets an error, never data. docs/completion-holding.md, "A dropped call". */
 static void prophet_release_poison(prophet_comm_t *c, uint32_t gen, const char *what,
                                    ncclResult_t err)
 {
@@ -87,13 +87,17 @@ static ncclResult_t prophet_release_fallback(prophet_comm_t *c, const char *what
         prophet_comm_fail(c, what, crc);
     rc = prophet_launch_members(c, &c->blocks.pending, c->blocks.pending.stream);
     c->gpu.gate_gen = gen;
-    if (c->gpu.gate_dev && prophet_hold_may_join(c, c->blocks.pending.stream, gen) &&
+    if (rc == ncclSuccess && c->gpu.gate_dev &&
+        prophet_hold_may_join(c, c->blocks.pending.stream, gen) &&
         prophet_cu.StreamWriteValue32(c->blocks.pending.stream, c->gpu.gate_dev, gen,
                                       CU_STREAM_WRITE_VALUE_DEFAULT) == CUDA_SUCCESS)
         how = PROPHET_HOLD_ON_STREAM;
     if (how == PROPHET_HOLD_DROPPED && c->gpu.gate_dev)
-        prophet_release_poison(c, gen, "opening the gate of a block released on its own stream",
-                               ncclSystemError);
+        prophet_release_poison(c, gen,
+                               rc != ncclSuccess
+                                   ? "issuing a released block on its own stream"
+                                   : "opening the gate of a block released on its own stream",
+                               rc != ncclSuccess ? rc : ncclSystemError);
     else
         prophet_hold_block_released(c, gen, how);
     c->stats.passthrough += c->blocks.pending.n;
@@ -139,12 +143,13 @@ static ncclResult_t prophet_release_launch(prophet_comm_t *c, int shut, int *gat
         goto fallback;
     f->release_us = prophet_now_us();
     nrc = prophet_launch_members(c, b, c->gpu.x);
-    /* From here on NCCL has the operations: the gate must open whatever happens. */
+    /* From here on NCCL has the operations (unless it refused them: the gate must then not open
+     * over work that never ran, "A dropped call"): the gate must open whatever happens. */
     ended = prophet_cu.EventRecord(end, c->gpu.x) == CUDA_SUCCESS;
     c->gpu.gate_gen++;
-    if (shut)
+    if (shut && nrc == ncclSuccess)
         *gate_left = 1; /* the caller opens or poisons it */
-    rc = shut    ? CUDA_SUCCESS
+    rc = shut || nrc != ncclSuccess ? CUDA_SUCCESS
          : ended ? prophet_cu.StreamWriteValue32(c->gpu.x, c->gpu.gate_dev, c->gpu.gate_gen,
                                                  CU_STREAM_WRITE_VALUE_DEFAULT)
                  : CUDA_ERROR_UNKNOWN;
@@ -164,7 +169,9 @@ static ncclResult_t prophet_release_launch(prophet_comm_t *c, int shut, int *gat
             poisoned = 1;
         prophet_capture_restore(mode);
     }
-    if (poisoned)
+    if (nrc != ncclSuccess)
+        prophet_release_poison(c, c->gpu.gate_gen, "issuing a released block", nrc);
+    else if (poisoned)
         prophet_release_poison(c, c->gpu.gate_gen, "waiting for a block whose gate failed",
                                ncclUnhandledCudaError);
     else if (!shut)

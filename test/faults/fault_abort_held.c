@@ -2,6 +2,8 @@
  * queued on the GPU behind them (docs/completion-holding.md, "A dropped call"):
  *   fault_abort_held abort-healthy  every rank aborts a healthy comm: the consumer must read the
  *                                   fully reduced values, or the job must get a CUDA error
+ *   fault_abort_held abort-thread   the same, ncclCommAbort called by another thread, one with no
+ *                                   current context (PyTorch's watchdog aborts so)
  *   fault_abort_held abort-error    the comm is in error first (emuNcclCommInjectError): the
  *                                   consumer must never run, the context must report an error and
  *                                   ncclCommGetAsyncError the preload's sticky error
@@ -11,6 +13,8 @@
  *                                   and so does its gate on the members' stream
  *                                   (cuStreamWriteValue32): the fallback path
  *   fault_abort_held gate-fail      X's gate write fails and so do both host waits
+ *   fault_abort_held release-error  no abort: the comm is in error when the job's wait releases
+ *                                   the block, and NCCL refuses its calls
  * Each rank runs WARM iterations of K all-reduces (checked exactly) so that the preload agrees a
  * one-block-per-iteration plan, then issues the first K/2 calls of one more iteration (they must
  * be held, or the rank fails: the fault must hit while calls are held), records an event on the
@@ -18,7 +22,9 @@
  * function that reads the K/2 buffers: the preload gates it on the held block). Then the fault.
  * The consumer reports whether it ran and how many elements differed from the reduced sums; a
  * rank fails when the consumer read wrong values, or did not run while the context reports no
- * error. Exit 0 = every rank behaved. */
+ * error; on a healthy comm (every rank aborts at the same point) the consumer must have run on the
+ * reduced values. Exit 0 = every rank behaved. */
+#include <pthread.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -29,9 +35,19 @@
 #define WARM 40
 #define BASE_COUNT 1024
 
-enum how { ABORT_HEALTHY, ABORT_ERROR, REVOKE_HEALTHY, REVOKE_ERROR, FALLBACK, GATE_FAIL };
-static const char *const how_names[] = {"abort-healthy", "abort-error", "revoke-healthy",
-                                        "revoke-error",  "fallback",    "gate-fail"};
+enum how {
+    ABORT_HEALTHY,
+    ABORT_THREAD,
+    ABORT_ERROR,
+    REVOKE_HEALTHY,
+    REVOKE_ERROR,
+    FALLBACK,
+    GATE_FAIL,
+    RELEASE_ERROR
+};
+static const char *const how_names[] = {"abort-healthy",  "abort-thread", "abort-error",
+                                        "revoke-healthy", "revoke-error", "fallback",
+                                        "gate-fail",      "release-error"};
 
 struct consumer {
     CUdeviceptr *buf;
@@ -84,6 +100,14 @@ static int iteration(int rank, int nranks, struct emu_held_count *held, CUstream
     return 0;
 }
 
+static void *abort_thread(void *arg)
+{
+    static ncclResult_t rc;
+
+    rc = ncclCommAbort(*(ncclComm_t *)arg);
+    return &rc;
+}
+
 /* The fault itself; returns what the job's own wait on the calls' stream returned, if it made
  * one (CUDA_SUCCESS otherwise). */
 static int fault(int rank, enum how how, ncclComm_t comm, CUstream s, CUresult *wait_rc)
@@ -91,13 +115,21 @@ static int fault(int rank, enum how how, ncclComm_t comm, CUstream s, CUresult *
     ncclResult_t rc = ncclSuccess, err = ncclSuccess;
 
     *wait_rc = CUDA_SUCCESS;
-    if (how == ABORT_ERROR || how == REVOKE_ERROR)
+    if (how == ABORT_ERROR || how == REVOKE_ERROR || how == RELEASE_ERROR)
         emuNcclCommInjectError(comm, ncclRemoteError);
     switch (how) {
     case ABORT_HEALTHY:
     case ABORT_ERROR:
         rc = ncclCommAbort(comm);
         break;
+    case ABORT_THREAD: {
+        pthread_t t;
+        void *ret = NULL;
+        if (pthread_create(&t, NULL, abort_thread, &comm) || pthread_join(t, &ret))
+            return 1;
+        rc = *(ncclResult_t *)ret;
+        break;
+    }
     case REVOKE_HEALTHY:
     case REVOKE_ERROR:
         rc = ncclCommRevoke(comm, 0);
@@ -108,6 +140,9 @@ static int fault(int rank, enum how how, ncclComm_t comm, CUstream s, CUresult *
         /* the job's wait releases the block: X's wait for it fails, then its gate on the
          * members' stream */
         emuFaultArm("cuStreamWaitEvent:1,cuStreamWriteValue32:1");
+        *wait_rc = cuStreamSynchronize(s);
+        break;
+    case RELEASE_ERROR:
         *wait_rc = cuStreamSynchronize(s);
         break;
     case GATE_FAIL:
@@ -137,7 +172,7 @@ static int fault(int rank, enum how how, ncclComm_t comm, CUstream s, CUresult *
 static int rank_main(int rank, int nranks, const ncclUniqueId *ids, void *arg)
 {
     enum how how = *(const enum how *)arg;
-    int half = K / 2, dropped = how == ABORT_ERROR || how == REVOKE_ERROR;
+    int half = K / 2, dropped = how == ABORT_ERROR || how == REVOKE_ERROR || how == RELEASE_ERROR;
     struct consumer cons = {.rank = rank, .nranks = nranks, .n = half};
     struct emu_held_count fh = {0};
     CUdeviceptr buf[K];
@@ -194,6 +229,12 @@ static int rank_main(int rank, int nranks, const ncclUniqueId *ids, void *arg)
                 rank);
         return 1;
     }
+    if ((how == ABORT_HEALTHY || how == ABORT_THREAD || how == REVOKE_HEALTHY) &&
+        (!cons.ran || crc != CUDA_SUCCESS)) {
+        /* every rank aborts at the same point: the block they all issue completes */
+        fprintf(stderr, "fault: rank %d: a healthy comm's held calls did not complete\n", rank);
+        return 1;
+    }
     if (dropped) {
         /* nothing could have reduced them: the consumer must not have run, and the error stays */
         if (cons.ran || crc == CUDA_SUCCESS) {
@@ -210,7 +251,7 @@ static int rank_main(int rank, int nranks, const ncclUniqueId *ids, void *arg)
                    ncclGetErrorString(err));
         }
     }
-    if (how == FALLBACK || how == GATE_FAIL) {
+    if (how == FALLBACK || how == GATE_FAIL || how == RELEASE_ERROR) {
         /* the comm stopped with a sticky error of the preload */
         if (ncclCommGetAsyncError(comm, &err) != ncclSuccess || err == ncclSuccess) {
             fprintf(stderr, "fault: rank %d: no sticky error on the communicator\n", rank);
@@ -231,11 +272,12 @@ int main(int argc, char **argv)
 
     if (argc < 2 || n < 2 || n > 16)
         goto usage;
-    for (how = ABORT_HEALTHY; how <= GATE_FAIL; how++)
+    for (how = ABORT_HEALTHY; how <= RELEASE_ERROR; how++)
         if (!strcmp(argv[1], how_names[how]))
             return fault_run_ranks(n, 1, 30.0, rank_main, &how);
 usage:
-    fprintf(stderr, "usage: fault_abort_held abort-healthy|abort-error|revoke-healthy|revoke-error|"
-                    "fallback|gate-fail [NRANKS]\n");
+    fprintf(stderr, "usage: fault_abort_held "
+                    "abort-healthy|abort-thread|abort-error|revoke-healthy|revoke-error|"
+                    "fallback|gate-fail|release-error [NRANKS]\n");
     return 2;
 }
