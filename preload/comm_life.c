@@ -5,12 +5,12 @@
  *             starts the process's runtime
  *             (CUDA driver, poller thread) once, then the comm's models, stream X, gate, log
  *   retire    prophet_comm_retire: Destroy/Finalize release the held block first, then X drains;
- *             Abort/Revoke issue it when NCCL reports no error, else drop it and stop the CUDA
- *             context ("A dropped call" below); summary, log closed, models freed. The GPU
- * resources go when the poller has seen the last launched block complete
- * (prophet_comm_gpu_release). exit      prophet_comm_life_exit: the poller stops, every live comm
- * releases its held block (process exit is a program-order point), summaries, logs closed. Run by
- * init.c's atexit handler through the hook registered here. */
+ *             Abort/Revoke issue it if NCCL reports no error, else drop it and stop the context
+ *             ("A dropped call", below); summary, log closed, models freed. The GPU resources go
+ *             when the poller has seen the last launched block complete.
+ *   exit      prophet_comm_life_exit: the poller stops, every live comm releases its held block
+ *             (process exit is a program-order point), summaries, logs closed. Run by init.c's
+ *             atexit handler through the hook registered here. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -383,15 +383,21 @@ static void prophet_comm_abort_pending_in_ctx(prophet_comm_t *c, const char *wha
 static void prophet_comm_abort_pending(prophet_comm_t *c, const char *what, int freed)
 {
     uint32_t n = c->blocks.pending.n;
-    ncclResult_t nerr = prophet_comm_nccl_error(c);
+    ncclResult_t nerr;
     int gate_left = 0;
 
     if (n == 0)
         return;
+    nerr = prophet_comm_nccl_error(c);
     if (nerr == ncclSuccess && c->error == ncclSuccess) {
         prophet_release_pending_shut(c, &gate_left);
-        if (!gate_left) /* the fallback ran them on their stream (its gate handled there) */
+        if (!gate_left) {
+            /* the fallback ran them on their stream (its gate handled there), or NCCL refused
+             * them (the context stopped there, the comm has NCCL's error) */
+            if (c->error != ncclSuccess)
+                prophet_dropped_note(c, c->error, freed);
             return;
+        }
         if (prophet_abort_drain(c)) {
             prophet_msg(PROPHET_LOG_INFO,
                         "comm %lu: %s: the %u held all-reduce(s) were issued first and completed",
