@@ -5,14 +5,16 @@
  *             starts the process's runtime
  *             (CUDA driver, poller thread) once, then the comm's models, stream X, gate, log
  *   retire    prophet_comm_retire: Destroy/Finalize release the held block first, then X drains;
- *             Abort/Revoke drop it; summary, log closed, models freed. The GPU resources go when
- *             the poller has seen the last launched block complete (prophet_comm_gpu_release).
+ *             Abort/Revoke issue it if NCCL reports no error, else drop it and stop the context
+ *             ("A dropped call", below); summary, log closed, models freed. The GPU resources go
+ *             when the poller has seen the last launched block complete.
  *   exit      prophet_comm_life_exit: the poller stops, every live comm releases its held block
  *             (process exit is a program-order point), summaries, logs closed. Run by init.c's
  *             atexit handler through the hook registered here. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "comm_life.h"
 #include "cuda_hold.h"
@@ -251,13 +253,193 @@ int prophet_comm_setup(prophet_comm_t *c, CUstream st)
     return 0;
 }
 
-void prophet_comm_retire(prophet_comm_t *c, int abort)
+/* ---- Abort and Revoke with held calls (docs/completion-holding.md, "A dropped call") ----------
+ * Without the preload the held calls would have been in flight when the job aborted. So, when NCCL
+ * reports the comm healthy, they are issued first (the block on X, its gate left shut), given up
+ * to PROPHET_ABORT_DRAIN_MS to complete (every rank that aborts at the same point issues the same
+ * block), and their gate opens once they have: the consumers read reduced buffers. When they
+ * cannot be issued (NCCL reports an error), or do not complete in time (a peer is gone: NCCL's
+ * abort will cut them short), the consumers must get an error, never data: the CUDA context is
+ * stopped before the gate could open (prophet_hold_block_poisoned: a trap), and the comm keeps a
+ * sticky ncclSystemError that ncclCommGetAsyncError reports (prophet_comm_sticky_error). */
+#define PROPHET_ABORT_DRAIN_MS 2000
+
+typedef struct prophet_dropped {
+    const prophet_comm_t *c;
+    ncclResult_t err;
+    int freed; /* Abort: NCCL freed the handle, the real ncclCommGetAsyncError must not see it */
+} prophet_dropped_t;
+
+static pthread_mutex_t prophet_dropped_lock = PTHREAD_MUTEX_INITIALIZER;
+static prophet_dropped_t *prophet_dropped;
+static size_t prophet_ndropped, prophet_dropped_cap;
+
+static void prophet_dropped_note(const prophet_comm_t *c, ncclResult_t err, int freed)
+{
+    pthread_mutex_lock(&prophet_dropped_lock);
+    if (prophet_ndropped == prophet_dropped_cap) {
+        size_t cap = prophet_dropped_cap ? 2 * prophet_dropped_cap : 8;
+        prophet_dropped_t *p = realloc(prophet_dropped, cap * sizeof(*p));
+        if (p) {
+            prophet_dropped = p;
+            prophet_dropped_cap = cap;
+        }
+    }
+    if (prophet_ndropped < prophet_dropped_cap)
+        prophet_dropped[prophet_ndropped++] = (prophet_dropped_t){c, err, freed};
+    pthread_mutex_unlock(&prophet_dropped_lock);
+}
+
+int prophet_comm_sticky_error(ncclComm_t handle, ncclResult_t *err, int *freed)
+{
+    prophet_comm_t *c = prophet_comm_list();
+    int got = 0;
+
+    while (c && c->handle != handle) /* the newest state of the handle (handles are reused) */
+        c = c->next_all;
+    *freed = 0;
+    if (!c || !handle)
+        return 0;
+    if (atomic_load(&c->alive)) {
+        /* never blocks (NCCL's own answer is lock-free; a watchdog polls it): a comm busy
+         * elsewhere is asked again at the next poll */
+        if (pthread_mutex_trylock(&c->lock) == 0) {
+            if ((got = c->error != ncclSuccess))
+                *err = c->error;
+            pthread_mutex_unlock(&c->lock);
+        }
+        return got;
+    }
+    pthread_mutex_lock(&prophet_dropped_lock);
+    for (size_t i = 0; i < prophet_ndropped && !got; i++)
+        if ((got = prophet_dropped[i].c == c)) {
+            *err = prophet_dropped[i].err;
+            *freed = prophet_dropped[i].freed;
+        }
+    pthread_mutex_unlock(&prophet_dropped_lock);
+    return got;
+}
+
+/* What the real NCCL says of c: ncclSuccess when healthy (or still initialising). */
+static ncclResult_t prophet_comm_nccl_error(prophet_comm_t *c)
+{
+    ncclResult_t e = ncclSuccess, rc;
+
+    if (!prophet_nccl.CommGetAsyncError)
+        return ncclSuccess;
+    rc = prophet_nccl.CommGetAsyncError(c->handle, &e);
+    if (rc != ncclSuccess)
+        return rc;
+    return e == ncclInProgress ? ncclSuccess : e;
+}
+
+/* Waits, bounded, for what X runs now (the block just launched): 1 once it has completed; 0 when
+ * it has not after PROPHET_ABORT_DRAIN_MS, or NCCL reports an error meanwhile. */
+static int prophet_abort_drain(prophet_comm_t *c)
+{
+    int64_t until = prophet_now_us() + (int64_t)PROPHET_ABORT_DRAIN_MS * 1000;
+    CUevent ev = prophet_comm_event_get(c);
+    CUstreamCaptureMode mode;
+    int done = 0;
+
+    if (!ev || prophet_cu.EventRecord(ev, c->gpu.x) != CUDA_SUCCESS) {
+        prophet_comm_event_put(c, ev);
+        return 0;
+    }
+    mode = prophet_capture_relax(); /* cuda_driver.h */
+    for (;;) {
+        CUresult rc = prophet_cu.EventQuery(ev);
+        if (rc == CUDA_SUCCESS) {
+            done = 1;
+            break;
+        }
+        if (rc != CUDA_ERROR_NOT_READY || prophet_comm_nccl_error(c) != ncclSuccess ||
+            prophet_now_us() > until)
+            break;
+        nanosleep(&(struct timespec){0, 200 * 1000}, NULL);
+    }
+    prophet_capture_restore(mode);
+    prophet_comm_event_put(c, ev);
+    return done;
+}
+
+/* Abort/Revoke (`what`) with held calls: issued if they can be, else dropped, as said above. */
+static void prophet_comm_abort_pending(prophet_comm_t *c, const char *what, int freed);
+
+/* The same, in the comm's context: Abort often comes from another thread than the calls
+ * (PyTorch's watchdog), one with no current context, where the preload's events could not be
+ * made. The thread's context is put back after. */
+static void prophet_comm_abort_pending_in_ctx(prophet_comm_t *c, const char *what, int freed)
+{
+    CUcontext prev = NULL;
+    int switched = c->gpu.ctx && prophet_cu.CtxGetCurrent(&prev) == CUDA_SUCCESS &&
+                   prev != c->gpu.ctx && prophet_cu.CtxSetCurrent(c->gpu.ctx) == CUDA_SUCCESS;
+
+    prophet_comm_abort_pending(c, what, freed);
+    if (switched)
+        prophet_cu.CtxSetCurrent(prev);
+}
+
+static void prophet_comm_abort_pending(prophet_comm_t *c, const char *what, int freed)
+{
+    uint32_t n = c->blocks.pending.n;
+    ncclResult_t nerr;
+    int gate_left = 0;
+
+    if (n == 0)
+        return;
+    nerr = prophet_comm_nccl_error(c);
+    if (nerr == ncclSuccess && c->error == ncclSuccess) {
+        prophet_release_pending_shut(c, &gate_left);
+        if (!gate_left) {
+            /* the fallback ran them on their stream (its gate handled there), or NCCL refused
+             * them (the context stopped there, the comm has NCCL's error) */
+            if (c->error != ncclSuccess)
+                prophet_dropped_note(c, c->error, freed);
+            return;
+        }
+        if (prophet_abort_drain(c)) {
+            prophet_msg(PROPHET_LOG_INFO,
+                        "comm %lu: %s: the %u held all-reduce(s) were issued first and completed",
+                        (unsigned long)c->id, what, n);
+            prophet_release_open(c, c->gpu.gate_gen);
+            return;
+        }
+        prophet_msg(PROPHET_LOG_WARN,
+                    "comm %lu: %s: %u held all-reduce(s) were issued but did not complete within "
+                    "%d ms (ncclCommGetAsyncError: '%s'); their results cannot be trusted",
+                    (unsigned long)c->id, what, n, PROPHET_ABORT_DRAIN_MS,
+                    prophet_nccl.GetErrorString
+                        ? prophet_nccl.GetErrorString(prophet_comm_nccl_error(c))
+                        : "?");
+    } else {
+        for (uint32_t i = 0; i < n; i++)
+            prophet_comm_event_put(c, c->blocks.pending.m[i].ready);
+        c->blocks.pending.n = 0;
+        c->blocks.pending.bytes = 0;
+        c->gpu.gate_gen++;
+        prophet_msg(PROPHET_LOG_WARN,
+                    "comm %lu: %s: %u held all-reduce(s) dropped: the communicator is in error "
+                    "('%s'), they cannot be issued",
+                    (unsigned long)c->id, what, n,
+                    prophet_nccl.GetErrorString
+                        ? prophet_nccl.GetErrorString(nerr != ncclSuccess ? nerr : c->error)
+                        : "?");
+    }
+    /* the work queued behind them must get an error, never their un-reduced buffers */
+    prophet_hold_block_poisoned(c, c->gpu.gate_gen);
+    if (c->error == ncclSuccess)
+        c->error = ncclSystemError;
+    prophet_dropped_note(c, c->error, freed);
+}
+
+void prophet_comm_retire(prophet_comm_t *c, int how)
 {
     prophet_hold_enter();
     pthread_mutex_lock(&c->lock);
     if (!atomic_load(&c->alive))
         goto out;
-    if (!abort) {
+    if (how == PROPHET_RETIRE_DESTROY) {
         prophet_release_pending(c);
         /* destroy/finalize is a host-blocking point anyway: let X finish before NCCL tears the
          * comm down (X waits only for ready events of calls already made) */
@@ -268,12 +450,9 @@ void prophet_comm_retire(prophet_comm_t *c, int abort)
         }
         prophet_poller_collect(c); /* completed records into the log before it closes */
     } else {
-        /* Abort: held calls were never launched and have no gate; they are dropped with the comm */
-        for (uint32_t i = 0; i < c->blocks.pending.n; i++)
-            prophet_comm_event_put(c, c->blocks.pending.m[i].ready);
-        if (c->blocks.pending.n)
-            prophet_hold_block_released(c, ++c->gpu.gate_gen, PROPHET_HOLD_DROPPED);
-        c->blocks.pending.n = 0;
+        prophet_comm_abort_pending_in_ctx(
+            c, how == PROPHET_RETIRE_ABORT ? "ncclCommAbort" : "ncclCommRevoke",
+            how == PROPHET_RETIRE_ABORT);
     }
     atomic_store(&c->alive, 0);
     prophet_comm_summary(c, prophet_poller_busy_hz());

@@ -122,6 +122,17 @@ int prophet_hold_may_join(prophet_comm_t *c, CUstream st, uint32_t gen);
 void prophet_hold_call_held(prophet_comm_t *c, CUstream st, uint32_t gen);
 /* Block gen was released (how: PROPHET_HOLD_*); issues the event records made behind it. */
 void prophet_hold_block_released(prophet_comm_t *c, uint32_t gen, int how);
+/* Block gen of c will never be known to have run (its calls were dropped at Abort/Revoke, or its
+ * launch or gate failed beyond repair): the work the job queued behind its gate must never run on
+ * un-reduced buffers. A kernel that traps is launched on X (else on a new stream of c's context)
+ * and the gate is written behind it: the context takes a sticky error (CUDA_ERROR_LAUNCH_FAILED:
+ * every later CUDA call fails, host waits return at once) before the gate could open, and the
+ * records made behind the block are issued behind real gates. Then the block is released in the
+ * engine. 0 when the trap was launched; -1 when it could not be (no PTX JIT, or the context has
+ * already failed): the gate is opened from the host (PROPHET_HOLD_DROPPED) with a WARN, since a
+ * gated stream must never hang. docs/completion-holding.md, "A dropped call". Comm lock held,
+ * inside the preload. */
+int prophet_hold_block_poisoned(prophet_comm_t *c, uint32_t gen);
 /* How the engine releases a comm's open block (comm_life.c sets it; it takes the comm lock). */
 void prophet_hold_set_release(void (*fn)(prophet_comm_t *c));
 /* The preload is about to enqueue real work of the job on st: from the scheduler (comm lock

@@ -1,6 +1,7 @@
 /* Communicator life cycle: creation registers the state (id = creation order), destruction is a
- * program-order point (held work released first; Abort/Revoke drop it, as NCCL drops the comm's
- * work). Real NCCL results are returned unchanged. */
+ * program-order point (held work released first; Abort/Revoke issue it, or drop it with an error:
+ * docs/completion-holding.md, "A dropped call"). Real NCCL results are returned unchanged;
+ * ncclCommGetAsyncError adds the preload's sticky error where NCCL reports none. */
 #include "comm_life.h"
 #include "cuda_hold.h"
 #include "comm_state.h"
@@ -109,34 +110,55 @@ PROPHET_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksLis
     return rc;
 }
 
-static void prophet_retire_handle(ncclComm_t comm, int abort)
+static void prophet_retire_handle(ncclComm_t comm, int how)
 {
     prophet_comm_t *c;
 
     if (prophet_active() && (c = prophet_comm_find(comm)) != NULL)
-        prophet_comm_retire(c, abort);
+        prophet_comm_retire(c, how);
 }
 
 PROPHET_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm)
 {
-    prophet_retire_handle(comm, 0);
+    prophet_retire_handle(comm, PROPHET_RETIRE_DESTROY);
     return PROPHET_REAL(CommFinalize, comm);
 }
 
 PROPHET_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm)
 {
-    prophet_retire_handle(comm, 0);
+    prophet_retire_handle(comm, PROPHET_RETIRE_DESTROY);
     return PROPHET_REAL(CommDestroy, comm);
 }
 
 PROPHET_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm)
 {
-    prophet_retire_handle(comm, 1);
+    prophet_retire_handle(comm, PROPHET_RETIRE_ABORT);
     return PROPHET_REAL(CommAbort, comm);
 }
 
 PROPHET_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags)
 {
-    prophet_retire_handle(comm, 1);
+    prophet_retire_handle(comm, PROPHET_RETIRE_REVOKE);
     return PROPHET_REAL(CommRevoke, comm, revokeFlags);
+}
+
+/* NCCL's answer, unless the preload has a sticky error of its own for the comm (a local failure,
+ * or held calls dropped at Abort/Revoke: docs/completion-holding.md, "A dropped call") and NCCL
+ * reports none: then that error. The real NCCL's errors reach the caller unchanged. An aborted
+ * handle that lost calls is answered here (NCCL has freed it). Never blocks. */
+PROPHET_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError)
+{
+    ncclResult_t rc, sticky = ncclSuccess;
+    int freed = 0;
+
+    if (!prophet_active() || !asyncError || !prophet_comm_sticky_error(comm, &sticky, &freed))
+        return PROPHET_REAL(CommGetAsyncError, comm, asyncError);
+    if (freed) {
+        *asyncError = sticky;
+        return ncclSuccess;
+    }
+    rc = PROPHET_REAL(CommGetAsyncError, comm, asyncError);
+    if (rc == ncclSuccess && *asyncError == ncclSuccess)
+        *asyncError = sticky;
+    return rc;
 }

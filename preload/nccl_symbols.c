@@ -67,6 +67,7 @@ static void prophet_nccl_fill(void)
     PROPHET_RESOLVE(CommAbort);
     PROPHET_RESOLVE(CommFinalize);
     PROPHET_RESOLVE(CommRevoke);
+    PROPHET_RESOLVE(CommGetAsyncError);
     PROPHET_RESOLVE(RedOpDestroy);
 }
 

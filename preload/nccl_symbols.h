@@ -35,6 +35,7 @@ typedef struct prophet_nccl_api {
     __typeof__(&ncclCommAbort) CommAbort;
     __typeof__(&ncclCommFinalize) CommFinalize;
     __typeof__(&ncclCommRevoke) CommRevoke;
+    __typeof__(&ncclCommGetAsyncError) CommGetAsyncError;
     __typeof__(&ncclRedOpDestroy) RedOpDestroy;
 } prophet_nccl_api_t;
 

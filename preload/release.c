@@ -58,6 +58,19 @@ static void prophet_block_clear(prophet_comm_t *c)
     c->order.block_number++;
 }
 
+/* No gate can open after block gen has run (NCCL refused its calls; or it was launched on the
+ * members' stream, which is itself gated on it or cannot take the gate's write; or X's gate
+ * failed and no host wait can tell when the block ends): opening it from the host would let the
+ * work queued behind it read the buffers before the block wrote them. The context is stopped
+ * instead (a trap, prophet_hold_block_poisoned) and the comm stops with a sticky error: the job
+ * gets an error, never data. docs/completion-holding.md, "A dropped call". */
+static void prophet_release_poison(prophet_comm_t *c, uint32_t gen, const char *what,
+                                   ncclResult_t err)
+{
+    prophet_comm_error(c, what, err);
+    prophet_hold_block_poisoned(c, gen);
+}
+
 /* The block cannot go through X (a CUDA call of ours failed before it reached NCCL, or the comm
  * does not schedule): run the members where the caller put them, as the same group (they are all
  * on b->stream, in order, after everything enqueued there so far: the NCCL calls stay those of
@@ -74,11 +87,19 @@ static ncclResult_t prophet_release_fallback(prophet_comm_t *c, const char *what
         prophet_comm_fail(c, what, crc);
     rc = prophet_launch_members(c, &c->blocks.pending, c->blocks.pending.stream);
     c->gpu.gate_gen = gen;
-    if (c->gpu.gate_dev && prophet_hold_may_join(c, c->blocks.pending.stream, gen) &&
+    if (rc == ncclSuccess && c->gpu.gate_dev &&
+        prophet_hold_may_join(c, c->blocks.pending.stream, gen) &&
         prophet_cu.StreamWriteValue32(c->blocks.pending.stream, c->gpu.gate_dev, gen,
                                       CU_STREAM_WRITE_VALUE_DEFAULT) == CUDA_SUCCESS)
         how = PROPHET_HOLD_ON_STREAM;
-    prophet_hold_block_released(c, gen, how);
+    if (how == PROPHET_HOLD_DROPPED && c->gpu.gate_dev)
+        prophet_release_poison(c, gen,
+                               rc != ncclSuccess
+                                   ? "issuing a released block on its own stream"
+                                   : "opening the gate of a block released on its own stream",
+                               rc != ncclSuccess ? rc : ncclSystemError);
+    else
+        prophet_hold_block_released(c, gen, how);
     c->stats.passthrough += c->blocks.pending.n;
     for (uint32_t i = 0; i < c->blocks.pending.n; i++)
         prophet_comm_event_put(c, c->blocks.pending.m[i].ready);
@@ -86,14 +107,17 @@ static ncclResult_t prophet_release_fallback(prophet_comm_t *c, const char *what
     return rc;
 }
 
-ncclResult_t prophet_release_pending(prophet_comm_t *c)
+/* Launches the pending block on X (or the fallback). shut: X's gate write is left out and
+ * *gate_left set: the caller opens generation c->gpu.gate_gen (prophet_release_open) or poisons
+ * it (Abort/Revoke, comm_life.c). */
+static ncclResult_t prophet_release_launch(prophet_comm_t *c, int shut, int *gate_left)
 {
     prophet_block_t *b = &c->blocks.pending;
     prophet_inflight_t *f;
     ncclResult_t nrc;
     CUresult rc;
     CUevent start, end;
-    int ended;
+    int ended, poisoned = 0;
 
     if (b->n == 0)
         return ncclSuccess;
@@ -119,12 +143,16 @@ ncclResult_t prophet_release_pending(prophet_comm_t *c)
         goto fallback;
     f->release_us = prophet_now_us();
     nrc = prophet_launch_members(c, b, c->gpu.x);
-    /* From here on NCCL has the operations: the gate must open whatever happens. */
+    /* From here on NCCL has the operations (unless it refused them: the gate must then not open
+     * over work that never ran, "A dropped call"): the gate must open whatever happens. */
     ended = prophet_cu.EventRecord(end, c->gpu.x) == CUDA_SUCCESS;
     c->gpu.gate_gen++;
-    rc = ended ? prophet_cu.StreamWriteValue32(c->gpu.x, c->gpu.gate_dev, c->gpu.gate_gen,
-                                               CU_STREAM_WRITE_VALUE_DEFAULT)
-               : CUDA_ERROR_UNKNOWN;
+    if (shut && nrc == ncclSuccess)
+        *gate_left = 1; /* the caller opens or poisons it */
+    rc = shut || nrc != ncclSuccess ? CUDA_SUCCESS
+         : ended ? prophet_cu.StreamWriteValue32(c->gpu.x, c->gpu.gate_dev, c->gpu.gate_gen,
+                                                 CU_STREAM_WRITE_VALUE_DEFAULT)
+                 : CUDA_ERROR_UNKNOWN;
     if (rc != CUDA_SUCCESS) {
         /* The block is in NCCL, on every rank alike; only this rank's gate failed. Second best,
          * on this rank alone: wait on the host for X's end event (or X: an end event that was
@@ -135,13 +163,20 @@ ncclResult_t prophet_release_pending(prophet_comm_t *c)
         prophet_comm_fail(c, "opening the block's gate on the internal stream", rc);
         if ((!ended || prophet_cu.EventSynchronize(end) != CUDA_SUCCESS) &&
             prophet_cu.StreamSynchronize(c->gpu.x) != CUDA_SUCCESS)
-            /* no way to know when the block ends: the gate opens now (a gated stream must never
-             * hang) and the comm stops with an error rather than let a consumer read early */
-            prophet_comm_error(c, "waiting for a block whose gate failed", ncclUnhandledCudaError);
+            /* no way to know when the block ends: the comm stops with an error and the context
+             * is stopped before the gate could open (a gated stream never hangs, and never reads
+             * early) */
+            poisoned = 1;
         prophet_capture_restore(mode);
     }
-    prophet_hold_block_released(c, c->gpu.gate_gen,
-                                rc == CUDA_SUCCESS ? PROPHET_HOLD_ON_X : PROPHET_HOLD_DROPPED);
+    if (nrc != ncclSuccess)
+        prophet_release_poison(c, c->gpu.gate_gen, "issuing a released block", nrc);
+    else if (poisoned)
+        prophet_release_poison(c, c->gpu.gate_gen, "waiting for a block whose gate failed",
+                               ncclUnhandledCudaError);
+    else if (!shut)
+        prophet_hold_block_released(c, c->gpu.gate_gen,
+                                    rc == CUDA_SUCCESS ? PROPHET_HOLD_ON_X : PROPHET_HOLD_DROPPED);
     c->stats.scheduled += b->n;
     c->stats.blocks++;
     c->stats.block_members += b->n;
@@ -173,6 +208,27 @@ fallback:
     prophet_comm_event_put(c, start);
     prophet_comm_event_put(c, end);
     return prophet_release_fallback(c, "releasing a block on the internal stream", rc);
+}
+
+ncclResult_t prophet_release_pending(prophet_comm_t *c)
+{
+    return prophet_release_launch(c, 0, NULL);
+}
+
+ncclResult_t prophet_release_pending_shut(prophet_comm_t *c, int *gate_left)
+{
+    *gate_left = 0;
+    return prophet_release_launch(c, 1, gate_left);
+}
+
+void prophet_release_open(prophet_comm_t *c, uint32_t gen)
+{
+    CUresult rc = prophet_cu.StreamWriteValue32(c->gpu.x, c->gpu.gate_dev, gen,
+                                                CU_STREAM_WRITE_VALUE_DEFAULT);
+
+    /* the block has completed: from the host is as good */
+    prophet_hold_block_released(c, gen,
+                                rc == CUDA_SUCCESS ? PROPHET_HOLD_ON_X : PROPHET_HOLD_DROPPED);
 }
 
 void prophet_release_all_mine(void)

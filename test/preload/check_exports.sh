@@ -5,7 +5,7 @@
 lib=$1
 table=$2
 nccl="ncclAllGather ncclAllReduce ncclAlltoAll ncclBcast ncclBroadcast ncclCommAbort
-ncclCommDestroy ncclCommFinalize ncclCommInitAll ncclCommInitRank ncclCommInitRankConfig
+ncclCommDestroy ncclCommGetAsyncError ncclCommFinalize ncclCommInitAll ncclCommInitRank ncclCommInitRankConfig
 ncclCommInitRankScalable ncclCommRevoke ncclCommShrink ncclCommSplit ncclGather ncclGroupEnd
 ncclGroupStart ncclRecv ncclRedOpDestroy ncclReduce ncclReduceScatter ncclScatter ncclSend"
 [ -r "$table" ] || { echo "FAIL: no hook table '$table'"; exit 1; }

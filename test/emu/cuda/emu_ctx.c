@@ -193,7 +193,7 @@ CUresult cuCtxSetCurrent(CUcontext ctx)
 CUresult cuCtxGetCurrent(CUcontext *pctx)
 {
     EMU_FAULT_POINT("cuCtxGetCurrent");
-    CUresult rc = emu_check_init();
+    CUresult rc = emu_check_init_only(); /* works after a trap, as on a real GPU */
     if (rc)
         return rc;
     if (!pctx)

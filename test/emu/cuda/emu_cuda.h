@@ -18,6 +18,9 @@ CUresult emuLaunchKernel(CUstream s, uint64_t duration_ns, void (*fn)(void *), v
 /* Fault injection (EMU_FAULT, emu_fault.c): 1 if this call of entry point `name` is to fail,
  * with *code set to the requested error when EMU_FAULT names one (left as is otherwise). */
 int emuFaultHit(const char *name, int *code);
+/* Replaces the fault list (EMU_FAULT's syntax) from now on, in this process; the counts start at
+ * this call ("cuStreamWriteValue32:1": the next call fails). "" disarms every fault. */
+void emuFaultArm(const char *spec);
 /* fn(name, arg) runs in the failing call's thread right after each injected fault (after its
  * emu-fault line; no lock of the emulator held); NULL removes it. */
 void emuFaultSetHook(void (*fn)(const char *name, void *arg), void *arg);

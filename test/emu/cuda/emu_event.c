@@ -236,7 +236,7 @@ CUresult cuEventSynchronize(CUevent hEvent)
         emu_wait(emu_mark_done, m, 0);
     emu_mark_put(m);
     emu_event_put(e);
-    return CUDA_SUCCESS;
+    return emu_sticky(); /* a trap ends the wait: the record never fires */
 }
 
 /* Later work on hStream waits until hEvent's latest record (at the time of this call) fires. */

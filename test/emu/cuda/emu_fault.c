@@ -6,8 +6,11 @@
  * library's own, CUDA_ERROR_UNKNOWN or ncclInternalError). Each hit is logged on stderr:
  *   emu-fault: cuStreamCreate call 1 fails with 999 (rank 1)
  * EMU_RANK is set by prophet-emu in each rank's process; both variables are read at each counted
- * call, so a fork before the first call (one process per rank) counts from zero. */
+ * call, so a fork before the first call (one process per rank) counts from zero.
+ * emuFaultArm(spec) (emu_cuda.h) replaces the list at run time, counting from the call: a test
+ * makes "the next cuStreamWriteValue32" fail at the point of the program it chooses. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,9 +61,13 @@ static int emu_fault_parse_one(char *s, struct emu_fault_spec *f)
     return 0;
 }
 
+/* emuFaultArm's list (replaces EMU_FAULT's from then on); set while one is armed. */
+static char emu_fault_armed[512];
+static atomic_int emu_fault_armed_set;
+
 static void emu_fault_parse(void)
 {
-    const char *env = getenv("EMU_FAULT");
+    const char *env = emu_fault_armed_set ? emu_fault_armed : getenv("EMU_FAULT");
     char buf[512], *save = NULL, *item;
 
     emu_fault_n = 0;
@@ -98,13 +105,22 @@ void emuFaultSetHook(void (*fn)(const char *name, void *arg), void *arg)
     pthread_mutex_unlock(&emu_fault_lock);
 }
 
+void emuFaultArm(const char *spec)
+{
+    pthread_mutex_lock(&emu_fault_lock);
+    snprintf(emu_fault_armed, sizeof(emu_fault_armed), "%s", spec ? spec : "");
+    atomic_store(&emu_fault_armed_set, 1);
+    emu_fault_parse(); /* counts start now */
+    pthread_mutex_unlock(&emu_fault_lock);
+}
+
 int emuFaultHit(const char *name, int *code)
 {
     void (*hook)(const char *, void *) = NULL;
     void *hook_arg = NULL;
     int hit = 0;
 
-    if (!getenv("EMU_FAULT"))
+    if (!atomic_load(&emu_fault_armed_set) && !getenv("EMU_FAULT"))
         return 0;
     pthread_mutex_lock(&emu_fault_lock);
     if (emu_fault_n < 0 || emu_fault_pid != getpid())

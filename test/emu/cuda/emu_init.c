@@ -16,11 +16,29 @@ unsigned long long emu_next_id(void)
     return atomic_fetch_add(&emu_g.next_id, 1) + 1;
 }
 
-CUresult emu_check_init(void)
+CUresult emu_check_init_only(void)
 {
     return atomic_load_explicit(&emu_g.initialized, memory_order_acquire)
                ? CUDA_SUCCESS
                : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+CUresult emu_check_init(void)
+{
+    CUresult rc = emu_check_init_only();
+    return rc ? rc : emu_sticky();
+}
+
+CUresult emu_sticky(void)
+{
+    return (CUresult)atomic_load_explicit(&emu_g.sticky, memory_order_acquire);
+}
+
+void emu_sticky_set(CUresult rc)
+{
+    int none = 0;
+    atomic_compare_exchange_strong(&emu_g.sticky, &none, (int)rc);
+    emu_notify(); /* every wait returns (emu_wait) */
 }
 
 static int emu_env_int(const char *name, int def, int lo, int hi)

@@ -31,6 +31,8 @@ void emu_sleep_until_ns(uint64_t deadline_ns);
 void emu_notify(void);
 /* Block until pred(arg) is true. poll != 0: the condition may be changed by plain host writes
  * that call no emu function, so re-check at least every poll interval (20 us doubling to the cap).
+ * Returns early once a kernel trapped (emu_sticky() != 0): nothing of the context runs any more,
+ * so no wait may hang on it; the caller returns the sticky error (host) or drops its op (stream).
  */
 void emu_wait(emu_pred_fn pred, void *arg, int poll);
 
@@ -96,12 +98,19 @@ struct emu_global {
                            * stream holds pending before a launch blocks the host (push buffer) */
     int ipc_mem; /* EMU_CUDA_IPC_MEM, default 0: device memory is made of page mappings, which
                   * cuIpcGetMemHandle can share (else heap memory, and it answers NOT_SUPPORTED) */
+    atomic_int sticky;    /* a kernel trapped: the sticky error every later call returns (0: none);
+                           * process-wide (emu_module.c, "A trap") */
 };
 extern struct emu_global emu_g;
 
 unsigned long long emu_next_id(void);
-/* CUDA_SUCCESS when cuInit has run in this process. */
+/* CUDA_SUCCESS when cuInit has run in this process; after a trap, the sticky error. */
 CUresult emu_check_init(void);
+/* cuInit has run (CUDA_SUCCESS) or not, whatever a trap did (cuCtxGetCurrent keeps working). */
+CUresult emu_check_init_only(void);
+/* The sticky error of a trapped kernel (CUDA_SUCCESS: none); sets it once (emu_module.c). */
+CUresult emu_sticky(void);
+void emu_sticky_set(CUresult rc);
 /* emu_check_init, then CUDA_ERROR_INVALID_DEVICE unless 0 <= dev < device count. */
 CUresult emu_check_dev(CUdevice dev);
 

@@ -1,7 +1,9 @@
-/* Emulated modules and kernels: cuModuleLoadData (an emuModuleImage, see emu_cuda.h),
- * cuModuleGetFunction, cuModuleUnload, cuLaunchKernel (parameters copied at launch, the kernel's
- * host function run on the stream's thread). */
+/* Emulated modules and kernels: cuModuleLoadData (an emuModuleImage, see emu_cuda.h, or PTX text:
+ * "A trap" below), cuModuleGetFunction, cuModuleUnload, cuLaunchKernel (parameters copied at
+ * launch, the kernel's host function run on the stream's thread). */
+#include <ctype.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,15 +31,101 @@ struct CUmod_st {
 static struct CUmod_st *emu_modules;
 static pthread_mutex_t emu_modules_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* ---- A trap -------------------------------------------------------------------------------
+ * PTX text (a NUL-terminated image that starts with PTX directives and has a `.version`) is taken
+ * too, as a real driver JIT-compiles it: each `.entry NAME(...) { ... }` becomes a kernel without
+ * parameters. An entry whose body holds the instruction `trap;` models what a trap does to a real
+ * GPU (measured on an H100, driver 580: docs/completion-holding.md, "A dropped call"): the context
+ * takes the sticky error CUDA_ERROR_LAUNCH_FAILED, the work queued behind the kernel (on its stream
+ * and every other) never runs, and every later call but cuCtxGetCurrent returns the error at once
+ * (waits included: nothing hangs). Other entries do nothing. Here the error is the process's
+ * (one context per process in these tests). */
+static void emu_ptx_trap(void **params)
+{
+    (void)params;
+    fprintf(stderr,
+            "emu-cuda: a kernel trapped: the context's sticky error is %d "
+            "(CUDA_ERROR_LAUNCH_FAILED)\n",
+            (int)CUDA_ERROR_LAUNCH_FAILED);
+    emu_sticky_set(CUDA_ERROR_LAUNCH_FAILED);
+}
+
+static void emu_ptx_nop(void **params)
+{
+    (void)params;
+}
+
+static int emu_is_ptx(const char *text)
+{
+    while (*text && isspace((unsigned char)*text))
+        text++;
+    return (*text == '.' || (text[0] == '/' && text[1] == '/')) && strstr(text, ".version") &&
+           strstr(text, ".entry");
+}
+
+/* The entries of PTX text as kernel definitions (names and array owned by the module: never
+ * freed, like every module here). NULL when out of memory or malformed. */
+static struct emuKernelDef *emu_ptx_entries(const char *text, size_t *n)
+{
+    struct emuKernelDef *defs = NULL;
+    size_t count = 0;
+
+    for (const char *p = strstr(text, ".entry"); p; p = strstr(p, ".entry")) {
+        const char *name, *body, *end;
+        int depth = 0, trap = 0;
+        p += 6;
+        while (isspace((unsigned char)*p))
+            p++;
+        name = p;
+        while (isalnum((unsigned char)*p) || *p == '_' || *p == '$')
+            p++;
+        if (p == name || !(body = strchr(p, '{')))
+            goto bad;
+        for (end = body; *end; end++) {
+            depth += *end == '{' ? 1 : *end == '}' ? -1 : 0;
+            if (depth == 0)
+                break;
+            if (!strncmp(end, "trap;", 5) && (end == body || !isalnum((unsigned char)end[-1])))
+                trap = 1;
+        }
+        if (!*end)
+            goto bad;
+        struct emuKernelDef *nd = realloc(defs, (count + 1) * sizeof(*defs));
+        char *nm = strndup(name, (size_t)(p - name));
+        if (!nd || !nm) {
+            free(nm);
+            defs = nd ? nd : defs;
+            goto bad;
+        }
+        defs = nd;
+        defs[count++] = (struct emuKernelDef){.name = nm, .fn = trap ? emu_ptx_trap : emu_ptx_nop};
+        p = end;
+    }
+    *n = count;
+    return defs;
+bad:
+    for (size_t i = 0; i < count; i++)
+        free((char *)defs[i].name);
+    free(defs);
+    return NULL;
+}
+
 CUresult cuModuleLoadData(CUmodule *module, const void *image)
 {
     CUresult rc = emu_check_init();
     const struct emuModuleImage *img = image;
+    struct emuModuleImage ptx_img;
 
     if (rc)
         return rc;
     if (!module || !img)
         return CUDA_ERROR_INVALID_VALUE;
+    if (img->magic != EMU_MODULE_MAGIC && emu_is_ptx(image)) {
+        ptx_img = (struct emuModuleImage){.magic = EMU_MODULE_MAGIC};
+        if (!(ptx_img.kernels = emu_ptx_entries(image, &ptx_img.nkernels)))
+            return CUDA_ERROR_INVALID_PTX;
+        img = &ptx_img;
+    }
     if (img->magic != EMU_MODULE_MAGIC || (img->nkernels && !img->kernels))
         return CUDA_ERROR_INVALID_IMAGE;
     struct CUmod_st *m = calloc(1, sizeof(*m));

@@ -87,7 +87,10 @@ static void *emu_stream_main(void *arg)
         if (!op)
             break;
         int internal = op->kind == EMU_OP_WAIT_SEQ;
-        emu_op_run(op);
+        /* after a trap nothing of the context runs (a real GPU drops the work; host functions
+         * are not called either, as cuLaunchHostFunc documents): the op only leaves the queue */
+        if (emu_sticky() == CUDA_SUCCESS)
+            emu_op_run(op);
         emu_op_free(op);
         if (!internal)
             atomic_fetch_add_explicit(&s->executed, 1, memory_order_release);
@@ -306,7 +309,7 @@ CUresult emu_stream_sync(struct CUstream_st *s)
     if (rc)
         return rc;
     emu_stream_wait_seq(s, target);
-    return CUDA_SUCCESS;
+    return emu_sticky(); /* a trap ends the wait */
 }
 
 CUresult emu_submit_to(CUstream h, struct emu_op *op, int sync)
@@ -324,7 +327,7 @@ CUresult emu_submit_to(CUstream h, struct emu_op *op, int sync)
     else if (sync && seq)
         emu_stream_wait_seq(s, seq);
     emu_stream_put(s);
-    return rc;
+    return rc ? rc : sync ? emu_sticky() : CUDA_SUCCESS;
 }
 
 CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority)

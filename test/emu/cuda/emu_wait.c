@@ -55,7 +55,7 @@ void emu_wait(emu_pred_fn pred, void *arg, int poll)
          * test bumps the epoch after our read, so the futex wait returns at once. */
         atomic_fetch_add(&emu_waiters, 1);
         uint32_t seen = atomic_load(&emu_epoch);
-        if (pred(arg)) {
+        if (pred(arg) || emu_sticky() != CUDA_SUCCESS) {
             atomic_fetch_sub(&emu_waiters, 1);
             return;
         }

@@ -8,10 +8,12 @@
 #include "emu_dtype.h"
 #include "emu_nccl.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define EMU_ALIAS(name)                                                                            \
@@ -297,13 +299,46 @@ EMU_API ncclResult_t pncclCommRevoke(ncclComm_t comm, int revokeFlags)
 }
 EMU_ALIAS(ncclCommRevoke);
 
-/* Waits until no stream work of c is pending. */
-static void wait_idle(struct emu_comm *c)
+/* The calling thread's CUDA context took a sticky error (a kernel trapped, a fault): its queued
+ * work, this library's kernels included, will never run. */
+static int ctx_dead(void)
+{
+    const struct emu_cudrv *d = emu_cudrv();
+    CUdevice dev;
+    CUresult rc;
+
+    if (!d)
+        return 0;
+    rc = d->cuCtxGetDevice(&dev);
+    return rc == CUDA_ERROR_LAUNCH_FAILED || rc == CUDA_ERROR_ILLEGAL_ADDRESS ||
+           rc == CUDA_ERROR_ILLEGAL_INSTRUCTION || rc == CUDA_ERROR_MISALIGNED_ADDRESS ||
+           rc == CUDA_ERROR_INVALID_PC || rc == CUDA_ERROR_HARDWARE_STACK_ERROR ||
+           rc == CUDA_ERROR_ASSERT;
+}
+
+/* Waits until no stream work of c is pending: ncclSuccess, or ncclUnhandledCudaError when the
+ * context died with work still queued (it will never run; NCCL's own stream synchronisation
+ * gets the sticky error the same way). */
+static ncclResult_t wait_idle(struct emu_comm *c)
 {
     pthread_mutex_lock(&c->mu);
-    while (c->pending > 0)
-        pthread_cond_wait(&c->cv, &c->mu);
+    while (c->pending > 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 20 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) != ETIMEDOUT)
+            continue;
+        pthread_mutex_unlock(&c->mu);
+        if (ctx_dead())
+            return ncclUnhandledCudaError;
+        pthread_mutex_lock(&c->mu);
+    }
     pthread_mutex_unlock(&c->mu);
+    return ncclSuccess;
 }
 
 EMU_API ncclResult_t pncclCommFinalize(ncclComm_t comm)
@@ -311,19 +346,20 @@ EMU_API ncclResult_t pncclCommFinalize(ncclComm_t comm)
     if (!comm)
         return ncclInvalidArgument;
     emu_wait_ready(comm);
-    wait_idle(comm);
-    return ncclSuccess;
+    return wait_idle(comm);
 }
 EMU_ALIAS(ncclCommFinalize);
 
 EMU_API ncclResult_t pncclCommDestroy(ncclComm_t comm)
 {
+    ncclResult_t rc;
+
     if (!comm)
         return ncclSuccess;
     emu_wait_ready(comm);
-    wait_idle(comm);
-    emu_comm_put(comm);
-    return ncclSuccess;
+    rc = wait_idle(comm);
+    emu_comm_put(comm); /* with work still queued: freed when it lets go (never, after a trap) */
+    return rc;
 }
 EMU_ALIAS(ncclCommDestroy);
 
@@ -886,6 +922,22 @@ EMU_API unsigned long long emuNcclBroadcastCalls(ncclComm_t comm)
 EMU_API void emuNcclSetLinkBandwidth(double Bps)
 {
     emu_link_bw_set(Bps);
+}
+
+/* Test hook, not NCCL API (emu_nccl_hooks.h): from now on every pass of this process sleeps us
+ * microseconds first, whatever EMU_NCCL_LATENCY_US says (a slow collective at a chosen point). */
+EMU_API void emuNcclSetLatency(long long us)
+{
+    emu_latency_set((int64_t)us);
+}
+
+/* Test hook, not NCCL API (emu_nccl_hooks.h): comm fails as on a network error found by NCCL's
+ * proxy: its async error becomes err (when it had none), its sockets shut (its peers fail with
+ * ncclRemoteError at their next pass), pending and later work fails. */
+EMU_API void emuNcclCommInjectError(ncclComm_t comm, ncclResult_t err)
+{
+    if (comm && err != ncclSuccess)
+        emu_comm_fail(comm, err);
 }
 
 EMU_API ncclResult_t pncclReduce(const void *sendbuff, void *recvbuff, size_t count,

@@ -143,6 +143,20 @@ const struct emu_env *emu_env(void)
     return &env;
 }
 
+/* emuNcclSetLatency's value + 1; 0: not set (EMU_NCCL_LATENCY_US rules). */
+static _Atomic int64_t latency_set;
+
+void emu_latency_set(int64_t us)
+{
+    atomic_store(&latency_set, (us < 0 ? 0 : us) + 1);
+}
+
+int64_t emu_latency_us(void)
+{
+    int64_t v = atomic_load(&latency_set);
+    return v ? v - 1 : emu_env()->latency_us;
+}
+
 /* emuNcclSetLinkBandwidth's value as double bits; 0 bits: not set (the environment rules). */
 static _Atomic uint64_t link_bw_set_bits;
 

@@ -143,6 +143,9 @@ const struct emu_env *emu_env(void);
 double emu_link_bw(void);
 /* emuNcclSetLinkBandwidth: overrides the environment's pacing from now on (0: unpaced). */
 void emu_link_bw_set(double Bps);
+/* The latency of a pass: emuNcclSetLatency's, else EMU_NCCL_LATENCY_US. */
+void emu_latency_set(int64_t us);
+int64_t emu_latency_us(void);
 int64_t emu_now_ns(void);
 /* Parse "1Gbit", "10Gbit", "125MB", "1e9" into bytes/s; <0 when invalid. */
 double emu_parse_bw(const char *s);

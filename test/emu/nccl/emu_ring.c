@@ -372,8 +372,8 @@ out:
 static ncclResult_t apply_premul(struct emu_op *op, int n, void **copy)
 {
     size_t elems = op->type == EMU_OP_REDUCESCATTER ? op->count * (size_t)n : op->count;
-    double s = op->premul_device_ptr ? emu_to_double(op->premul_device_ptr, op->dtype)
-                                     : op->premul_scalar;
+    double s =
+        op->premul_device_ptr ? emu_to_double(op->premul_device_ptr, op->dtype) : op->premul_scalar;
 
     *copy = malloc(elems * emu_dtype_size(op->dtype) + 1);
     if (!*copy)
@@ -413,8 +413,8 @@ static ncclResult_t run_collectives(struct emu_comm *c, struct emu_op **ops, int
             (rc = apply_premul(ops[i], n, &premul_copy[i])) != ncclSuccess)
             goto out;
     }
-    if (emu_env()->latency_us)
-        sleep_us(emu_env()->latency_us);
+    if (emu_latency_us())
+        sleep_us(emu_latency_us());
     for (int i = 0; i < nops; i++) {
         size_t per = ops[i]->count / (size_t)n + 1;
         os[i].op = ops[i];
@@ -485,8 +485,8 @@ static ncclResult_t run_p2p(struct emu_comm *c, struct emu_op **ops, int nops, i
         rc = ncclSystemError;
         goto out;
     }
-    if (!have_coll && emu_env()->latency_us)
-        sleep_us(emu_env()->latency_us);
+    if (!have_coll && emu_latency_us())
+        sleep_us(emu_latency_us());
     /* self: k-th send to self goes to k-th receive from self */
     for (int i = 0, k = 0; i < nops; i++) {
         size_t bytes;

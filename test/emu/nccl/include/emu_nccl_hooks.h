@@ -16,6 +16,14 @@ unsigned long long emuNcclBroadcastCalls(ncclComm_t comm);
 /* Sets the paced bandwidth of this process's links from now on (0: unpaced). */
 void emuNcclSetLinkBandwidth(double Bps);
 
+/* From now on every pass (one operation or fused group) of this process first sleeps us
+ * microseconds, whatever EMU_NCCL_LATENCY_US says. */
+void emuNcclSetLatency(long long us);
+
+/* comm fails now, as on a network error found by NCCL's proxy: ncclCommGetAsyncError reports err,
+ * its peers fail at their next pass (ncclRemoteError), its pending and later work fails. */
+void emuNcclCommInjectError(ncclComm_t comm, ncclResult_t err);
+
 /* All-reduces held by an interposer between the program and NCCL: `issued` calls the program made
  * on comm, `base_issued`/`base_reached` both counts taken right after its first call returned (an
  * interposer may issue its own all-reduces while setting up at that call; none later). -1 when
