@@ -157,6 +157,7 @@ void prophet_trials_init(prophet_trials_t *t)
     memset(t, 0, sizeof(*t));
     t->phase = PROPHET_TRIAL_OFF;
     t->current = t->chosen = t->runner = t->incumbent = t->kept_before = PROPHET_CAND_NONE;
+    t->pass_last = PROPHET_CAND_NONE;
     t->duel_c = t->duel_d = PROPHET_CAND_NONE;
     t->duel_d_us = -1;
     t->ref_probe = -1;
@@ -207,6 +208,16 @@ int prophet_trials_begin(prophet_trials_t *t, const uint32_t *cands, uint32_t n)
             return -EINVAL;
         order[m++] = inc;
     }
+    /* The defender-to-be (the incumbent, else passthrough) is timed last: when another candidate
+     * leads, the duel's first pair takes that window as its defender's, adjacent in time to the
+     * leader's next one, and the round spends one window less (pass_done). */
+    for (uint32_t i = 0; i + 1 < m; i++)
+        if (order[i] == (inc != PROPHET_CAND_NONE ? inc : PROPHET_CAND_PASSTHROUGH)) {
+            uint32_t d = order[i];
+            memmove(order + i, order + i + 1, sizeof(order[0]) * (m - 1 - i));
+            order[m - 1] = d;
+            break;
+        }
     prophet_trials_init(t);
     t->incumbent = t->kept_before = inc;
     t->calm = calm;
@@ -449,6 +460,24 @@ static void pass_done(prophet_trials_t *t)
     }
     t->runner = lead != pt ? runner_up(t, lead, def) : PROPHET_CAND_NONE;
     duel_begin(t, PROPHET_DUEL_LEADER, lead, def);
+    if (t->pass_last == def) {
+        /* the defender's first-pass window was the last one: it is the first pair's defender
+         * window (as the log carries it), and the leader's window follows at once */
+        t->duel_d_us = floor(t->fig[def] + 0.5);
+        t->duel_se = t->pass_last_se;
+        t->current = lead;
+    }
+}
+
+/* A first-pass window was judged (fig < 0: no samples): the next candidate, or the pass done. */
+static void pass_window(prophet_trials_t *t, double fig, double se)
+{
+    t->pass_last = fig > 0 ? t->current : PROPHET_CAND_NONE;
+    t->pass_last_se = se;
+    if (++t->pos < t->n_order)
+        t->current = t->order[t->pos];
+    else
+        pass_done(t);
 }
 
 /* The median of the winner's window figures in the duel just ended (its side of every pair). */
@@ -571,10 +600,8 @@ void prophet_trials_decide(prophet_trials_t *t, prophet_plan_trial_t *out)
             /* one more window of the same candidate */
         } else if (t->duel_kind != PROPHET_DUEL_NONE) {
             duel_window(t, fig, se);
-        } else if (++t->pos < t->n_order) {
-            t->current = t->order[t->pos];
         } else {
-            pass_done(t);
+            pass_window(t, fig, se);
         }
     }
     out->phase = t->phase;

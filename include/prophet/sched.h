@@ -328,6 +328,8 @@ typedef struct prophet_trials {
     double duel_last_se;  /* the standard error of the challenger's last window */
     int duel_begun;       /* set when a duel begins; cleared by the caller that logs it */
     uint32_t runner;      /* the first pass's runner-up near the leader, or NONE */
+    uint32_t pass_last;   /* the first pass's last candidate timed (the defender-to-be), or NONE */
+    double pass_last_se;  /* the standard error of its window's figure */
     uint32_t chosen;
     double chosen_us;          /* the kept candidate's figure (median of its duel windows) */
     double kept_for_us;        /* iteration time summed since the choice */

@@ -134,6 +134,7 @@ class Round:
         self.last = None  # (winner, its duel figure) of the last duel ended
         self.verdicts = {}  # the incumbent's duels: challenger -> mean relative difference
         self.unsure = False  # a window without a figure in a duel: the replay stops judging
+        self.last_pass = None  # the first pass's last window: (candidate, us, se)
         if retime:
             self.begin("retime", "passthrough", inc)
 
@@ -153,15 +154,23 @@ class Round:
         return leads, defs
 
     def start_duel(self, cand):
-        """The first pass ended and cand's window begins the leader's duel."""
+        """The first pass ended and cand's window begins the leader's duel: the defender's, or
+        the leader's when the first pass's last window was the defender's (sched/trials.c,
+        pass_done: that window is the first pair's defender window)."""
         leads, defs = self.pass_end()
-        lead = [l for l in leads if l != cand]
-        if len(lead) != 1 and not self.unsure:
-            fail("rank 0: round %d: the first pass %s leads %s; %s's window cannot begin a duel"
-                 % (self.rnd, self.figs, leads, cand))
-        lead = lead[0]
-        self.begin("leader", lead, cand)
-        rest = [c for c in self.figs if c not in (lead, "passthrough", cand)]
+        last = self.last_pass
+        if cand in leads and last and last[0] in defs and last[0] != cand:
+            lead, de = cand, last[0]
+            self.begin("leader", lead, de)
+            self.duel.update(d_us=last[1], d_se=last[2], next=lead)
+        else:
+            lead = [l for l in leads if l != cand]
+            if len(lead) != 1 and not self.unsure:
+                fail("rank 0: round %d: the first pass %s leads %s; %s's window cannot begin a "
+                     "duel" % (self.rnd, self.figs, leads, cand))
+            lead, de = lead[0], cand
+            self.begin("leader", lead, de)
+        rest = [c for c in self.figs if c not in (lead, "passthrough", de)]
         r = min(rest, key=lambda c: (self.figs[c], CANDIDATES.index(c))) if rest else None
         self.runner = r if r and lead != "passthrough" and \
             self.figs[r] <= self.figs[lead] * (1 + NEAR) else None
@@ -170,12 +179,14 @@ class Round:
         """A judged window: cand measured us (rounded, from the log; None: no figure)."""
         d = self.duel
         if d is None and us is None and cand not in self.figs:
+            self.last_pass = None
             return  # a first-pass window with no figure: not measured
         if d is None and cand in self.figs:
             self.start_duel(cand)
             d = self.duel
         if d is None:
             self.figs[cand] = us
+            self.last_pass = (cand, us, se) if us is not None else None
             return
         if cand != d["next"] and not self.unsure:
             fail("rank 0: round %d: %s's window in the %s duel of %s against %s, where %s's was "
@@ -245,6 +256,7 @@ class Round:
         self.duel = None
         if d["kind"] == "retime" and winner == ch:
             self.figs = {}  # every candidate again
+            self.last_pass = None
         elif d["kind"] == "leader" and next_cand is not None:
             # the leader's last window is the runner-up duel's first defender window
             self.begin("runner", self.runner, ch)

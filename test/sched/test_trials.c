@@ -149,9 +149,10 @@ static void test_round(void)
                "the median of the best's window is %.0f, its figure %.0f", t.fig[best],
                truth[best]);
         CHECKF(iters <= PROPHET_TRIAL_ROUND_BOUND, "round took %u iterations", iters);
-        /* with no measurement iteration in the way, one window per candidate */
+        /* with no measurement iteration in the way, one window per candidate, passthrough's
+         * last, and that window is the duel's first defender window */
         if (trial % 3 == 0)
-            CHECKF(iters == (PROPHET_CAND_COUNT + (best != PT ? 2 * t.duel_pairs : 0)) *
+            CHECKF(iters == (PROPHET_CAND_COUNT + (best != PT ? 2 * t.duel_pairs - 1 : 0)) *
                                 PROPHET_TRIAL_WINDOW &&
                        (best == PT || t.duel_pairs >= PROPHET_TRIAL_PAIRS_MIN),
                    "round took %u (%u pairs)", iters, t.duel_pairs);
@@ -169,8 +170,9 @@ static void test_round(void)
         uint32_t iters;
         prophet_trials_init(&t);
         CHECK(run_round(&t, truth, all, 2, 0, &iters, 4) == PROPHET_CAND_OPTIMAL);
-        /* no runner-up: one duel of two pairs */
-        CHECK(iters == (2 + 2 * PROPHET_TRIAL_PAIRS_MIN) * PROPHET_TRIAL_WINDOW);
+        /* no runner-up: one duel of two pairs, the first pass's passthrough window its first
+         * defender window */
+        CHECK(iters == (2 + 2 * PROPHET_TRIAL_PAIRS_MIN - 1) * PROPHET_TRIAL_WINDOW);
         CHECK(t.fig[PROPHET_CAND_PROPHET] < 0); /* never tried */
     }
     CHECK(prophet_trials_begin(&t, all, 0) != 0);
@@ -244,7 +246,9 @@ static void test_drift(void)
         prophet_trials_decide(&t, &d);
         for (int i = 0; i < 4; i++)
             prophet_trials_sample(&t, PT, 1200, probe_ok, 800);
-        for (int w = 0; w < 2 * PROPHET_TRIAL_PAIRS_MIN; w++) { /* the duel: passthrough, optimal */
+        /* the duel: optimal, passthrough, optimal (passthrough's first-pass window, the last
+         * one, is the first pair's) */
+        for (int w = 0; w < 2 * PROPHET_TRIAL_PAIRS_MIN - 1; w++) {
             prophet_trials_decide(&t, &d);
             CHECK(d.phase == PROPHET_TRIAL_RUNNING);
             for (int i = 0; i < 4; i++)
@@ -283,7 +287,10 @@ static void test_drift(void)
                "drift %d: reason %s", what, t.reason ? t.reason : "none");
         CHECK(prophet_trials_begin(&t, two, 2) == 0);
         prophet_trials_decide(&t, &d);
-        CHECK(d.phase == PROPHET_TRIAL_RUNNING && d.round == 2 && d.candidate == two[0]);
+        /* a time drift re-times the incumbent first (its window opens the duel); otherwise the
+         * first pass, the incumbent timed last */
+        CHECK(d.phase == PROPHET_TRIAL_RUNNING && d.round == 2 &&
+              d.candidate == (sig == PROPHET_DRIFT_TIME ? two[0] : PT));
     }
 }
 
@@ -657,8 +664,9 @@ static void drive_round(prophet_trials_t *t, const double *first, const double *
         if (d->phase == PROPHET_TRIAL_CHOSEN)
             return;
         CHECK(*n < MAX_WINDOWS);
-        double v = visits[d->candidate]++ == 0 ? first[d->candidate]
-                                               : again[d->candidate] * (1 + drift * *n);
+        /* the host slows through the duel, which begins with the first pass's last window */
+        double v = (visits[d->candidate]++ == 0 ? first[d->candidate] : again[d->candidate]) *
+                   (*n + 1 >= PROPHET_CAND_COUNT ? 1 + drift * *n : 1);
         seen[(*n)++] = d->candidate;
         for (int i = 0; i < 4; i++)
             prophet_trials_sample(t, d->candidate, v * (1 + 0.001 * (i - 1.5)), 1e8, 800);
@@ -687,7 +695,7 @@ static void test_duel(void)
                                                      80000, 69500, 62500};
     static const struct {
         const char *what;
-        double bw2_again; /* optimal-bw2's later windows (passthrough's: 68 ms) */
+        double bw2_again; /* optimal-bw2's later windows (passthrough's: 68.4 ms) */
         double drift;     /* per window */
         uint32_t want, pairs;
     } cases[] = {
@@ -700,20 +708,22 @@ static void test_duel(void)
     };
 
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
-        const double again[PROPHET_CAND_COUNT] = {1, 68000, 1, 1, 1, 1, cases[k].bw2_again};
+        const double again[PROPHET_CAND_COUNT] = {1, 68400, 1, 1, 1, 1, cases[k].bw2_again};
         prophet_trials_t t;
         prophet_plan_trial_t d;
         uint32_t seen[MAX_WINDOWS], n;
 
         drive_round(&t, first, again, cases[k].drift, seen, &n, &d);
-        CHECKF(n == PROPHET_CAND_COUNT + 2 * cases[k].pairs &&
-                   alternates(seen, PROPHET_CAND_COUNT, n, PT, PROPHET_CAND_OPTIMAL_BW2),
+        /* passthrough's first-pass window, the last, is the first pair's defender window */
+        CHECKF(n == PROPHET_CAND_COUNT + 2 * cases[k].pairs - 1 &&
+                   alternates(seen, PROPHET_CAND_COUNT - 1, n, PT, PROPHET_CAND_OPTIMAL_BW2),
                "case '%s': %u windows, want %u, alternating passthrough and the leader",
-               cases[k].what, n, PROPHET_CAND_COUNT + 2 * cases[k].pairs);
+               cases[k].what, n, PROPHET_CAND_COUNT + 2 * cases[k].pairs - 1);
         CHECKF(d.candidate == cases[k].want, "case '%s': kept %s, want %s", cases[k].what,
                prophet_cand_name(d.candidate), prophet_cand_name(cases[k].want));
+        double pt_us = 68400; /* passthrough's every window, the first pair's its first pass's */
         if (cases[k].drift == 0)
-            CHECKF(fabs(d.chosen_us - (d.candidate == PT ? 68000 : cases[k].bw2_again)) < 100,
+            CHECKF(fabs(d.chosen_us - (d.candidate == PT ? pt_us : cases[k].bw2_again)) < 100,
                    "case '%s': kept on %u us, not the duel's figure", cases[k].what, d.chosen_us);
     }
     /* the same drift, unpaired (first pass against one window each, 6 windows apart) would read
@@ -736,14 +746,14 @@ static void test_duel(void)
             if (d.phase == PROPHET_TRIAL_CHOSEN)
                 break;
             CHECK(n++ < MAX_WINDOWS);
-            double v = n <= PROPHET_CAND_COUNT ? first[d.candidate]
-                       : d.candidate == PT     ? 68000
-                                               : 68000 * pattern[p++ % 4];
+            double v = d.candidate == PT ? 68000 /* its first-pass window: the first pair's */
+                       : n <= PROPHET_CAND_COUNT ? first[d.candidate]
+                                                 : 68000 * pattern[p++ % 4];
             for (int i = 0; i < 4; i++)
                 prophet_trials_sample(&t, d.candidate, v, 1e8, 800);
         }
         CHECKF(d.candidate == PT && t.duel_pairs == PROPHET_TRIAL_PAIRS_MAX &&
-                   n == PROPHET_CAND_COUNT + 2 * PROPHET_TRIAL_PAIRS_MAX,
+                   n == PROPHET_CAND_COUNT + 2 * PROPHET_TRIAL_PAIRS_MAX - 1,
                "disagreeing pairs: kept %s after %u pairs, %u windows",
                prophet_cand_name(d.candidate), t.duel_pairs, n);
     }
@@ -833,13 +843,13 @@ static void test_runner_up(void)
         uint32_t want, windows;
     } cases[] = {
         {"runner-up faster in its duel: kept", 82000, 84000, 79000, PROPHET_CAND_OPTIMAL,
-         PROPHET_CAND_COUNT + 7},
+         PROPHET_CAND_COUNT + 6},
         {"runner-up slower in its duel: the leader kept", 82000, 80000, 86000, PROPHET_CAND_BUCKETS,
-         PROPHET_CAND_COUNT + 7},
+         PROPHET_CAND_COUNT + 6},
         {"leader loses to passthrough: no second duel, passthrough", 82000, 99500, 70000, PT,
-         PROPHET_CAND_COUNT + 4},
+         PROPHET_CAND_COUNT + 3},
         {"runner-up more than PROPHET_TRIAL_NEAR behind: no second duel", 90000, 80000, 70000,
-         PROPHET_CAND_BUCKETS, PROPHET_CAND_COUNT + 4},
+         PROPHET_CAND_BUCKETS, PROPHET_CAND_COUNT + 3},
     };
 
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
@@ -853,10 +863,10 @@ static void test_runner_up(void)
 
         drive_round(&t, first, again, 0, seen, &n, &d);
         CHECKF(n == cases[k].windows &&
-                   alternates(seen, PROPHET_CAND_COUNT, PROPHET_CAND_COUNT + 4, PT,
+                   alternates(seen, PROPHET_CAND_COUNT - 1, PROPHET_CAND_COUNT + 3, PT,
                               PROPHET_CAND_BUCKETS) &&
-                   (n == PROPHET_CAND_COUNT + 4 ||
-                    alternates(seen, PROPHET_CAND_COUNT + 4, n, PROPHET_CAND_OPTIMAL,
+                   (n == PROPHET_CAND_COUNT + 3 ||
+                    alternates(seen, PROPHET_CAND_COUNT + 3, n, PROPHET_CAND_OPTIMAL,
                                PROPHET_CAND_BUCKETS)),
                "case '%s': %u windows, want %u, the last %s", cases[k].what, n, cases[k].windows,
                prophet_cand_name(seen[n - 1]));
