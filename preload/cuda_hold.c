@@ -37,19 +37,20 @@ atomic_int prophet_hold_armed_;
 PROPHET_TLS int prophet_hold_depth_;
 atomic_int prophet_capture_seen_;
 
-#define HOLD_MAXDEP 8
 #define HOLD_STREAM_BUCKETS 256
 #define HOLD_EVENT_BUCKETS 1024
-#define HOLD_MAXCOMM 64
+#define HOLD_COMM_BUCKETS 64
 
 typedef struct hold_dep {
     prophet_comm_t *c;
     uint32_t gen;
 } hold_dep_t;
 
+/* A set of blocks, one entry per communicator: grows without bound (heap; d owned by the set,
+ * copied with hold_depset_copy, freed with hold_depset_free). */
 typedef struct hold_depset {
-    int n;
-    hold_dep_t d[HOLD_MAXDEP];
+    int n, cap;
+    hold_dep_t *d;
 } hold_depset_t;
 
 typedef struct hold_shadow {
@@ -84,6 +85,7 @@ typedef struct hold_rec {
 } hold_rec_t;
 
 typedef struct hold_comm {
+    struct hold_comm *next, *all_next; /* hash chain; list of every comm ever seen */
     prophet_comm_t *c;
     uint32_t open_gen; /* generation of the open block, 0 when none */
     pthread_t owner;
@@ -97,8 +99,9 @@ static pthread_cond_t prophet_hold_cond = PTHREAD_COND_INITIALIZER;
 static hold_stream_t *hold_streams[HOLD_STREAM_BUCKETS];
 static hold_rec_t *hold_recs[HOLD_EVENT_BUCKETS];
 static hold_rec_t *hold_virt_head;
-static hold_comm_t hold_comms[HOLD_MAXCOMM];
-static int hold_ncomms;
+static hold_comm_t *hold_comms[HOLD_COMM_BUCKETS]; /* every comm seen, never freed: no limit */
+static hold_comm_t *hold_comm_all;
+static int hold_forked; /* this is a forked child: the engine is off for good (hold_atfork_child) */
 static int hold_nopen, hold_nvirt, hold_nlive_recs, hold_nlive_streams;
 static CUevent *hold_pool;
 static int hold_pool_n, hold_pool_cap;
@@ -133,6 +136,35 @@ void prophet_hold_set_release(void (*fn)(prophet_comm_t *c))
         pthread_mutex_unlock(&prophet_hold_lock);                                                  \
     } while (0)
 
+/* ---- fork ------------------------------------------------------------------------------- */
+
+/* A forked child has only the forking thread: the engine's state names the parent's held blocks,
+ * streams and events (none of them the child's), and its lock may have been copied while another
+ * thread held it. The child's engine is disarmed for good: every wrapper goes straight to the
+ * driver, no entry point of the engine takes the lock or releases a parent's block (whose NCCL
+ * calls would run on the parent's communicators from the child). The preload itself passes
+ * through in such a child (init.c). */
+static void hold_atfork_child(void)
+{
+    hold_forked = 1;
+    atomic_store(&prophet_hold_armed_, 0);
+    pthread_mutex_init(&prophet_hold_lock, NULL);
+    pthread_cond_init(&prophet_hold_cond, NULL);
+}
+
+static void hold_atfork_register(void)
+{
+    pthread_atfork(NULL, NULL, hold_atfork_child);
+}
+
+/* Registers the child handler before the engine arms for the first time. */
+static void hold_fork_guard(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+    pthread_once(&once, hold_atfork_register);
+}
+
 /* ---- small helpers ------------------------------------------------------------------------ */
 
 static void hold_rearm(void)
@@ -141,15 +173,27 @@ static void hold_rearm(void)
     atomic_store_explicit(&prophet_hold_armed_, armed, memory_order_relaxed);
 }
 
+static unsigned hold_hash_ptr(const void *p, unsigned n);
+
+/* The engine's state of communicator c, made at the first question about it (any number of
+ * communicators; a node's address is stable: hold_release_or_wait keeps it across an unlock).
+ * NULL only when out of memory. */
 static hold_comm_t *hold_comm(prophet_comm_t *c)
 {
-    for (int i = 0; i < hold_ncomms; i++)
-        if (hold_comms[i].c == c)
-            return &hold_comms[i];
-    if (hold_ncomms == HOLD_MAXCOMM)
+    unsigned b = hold_hash_ptr(c, HOLD_COMM_BUCKETS);
+    hold_comm_t *h;
+
+    for (h = hold_comms[b]; h; h = h->next)
+        if (h->c == c)
+            return h;
+    if (!(h = calloc(1, sizeof(*h))))
         return NULL;
-    hold_comms[hold_ncomms] = (hold_comm_t){.c = c};
-    return &hold_comms[hold_ncomms++];
+    h->c = c;
+    h->next = hold_comms[b];
+    hold_comms[b] = h;
+    h->all_next = hold_comm_all;
+    hold_comm_all = h;
+    return h;
 }
 
 static int hold_gen_before(uint32_t a, uint32_t b) /* a <= b, wrap-safe */
@@ -175,7 +219,8 @@ static int hold_is_released(const hold_dep_t *d)
     return !hold_is_open(d);
 }
 
-/* Adds (c, g) keeping the highest generation per comm. -1 when the set is full. */
+/* Adds (c, g) keeping the highest generation per comm; the set grows as needed. -1 only when out
+ * of memory. */
 static int hold_dep_add(hold_depset_t *s, prophet_comm_t *c, uint32_t g)
 {
     for (int i = 0; i < s->n; i++)
@@ -184,8 +229,14 @@ static int hold_dep_add(hold_depset_t *s, prophet_comm_t *c, uint32_t g)
                 s->d[i].gen = g;
             return 0;
         }
-    if (s->n == HOLD_MAXDEP)
-        return -1;
+    if (s->n == s->cap) {
+        int cap = s->cap ? 2 * s->cap : 4;
+        hold_dep_t *d = realloc(s->d, (size_t)cap * sizeof(*d));
+        if (!d)
+            return -1;
+        s->d = d;
+        s->cap = cap;
+    }
     s->d[s->n++] = (hold_dep_t){c, g};
     if (atomic_load_explicit(&hold_dep_comm, memory_order_relaxed) != c &&
         !atomic_compare_exchange_strong(&hold_dep_comm, &(prophet_comm_t *){NULL}, c))
@@ -196,6 +247,23 @@ static int hold_dep_add(hold_depset_t *s, prophet_comm_t *c, uint32_t g)
 static void hold_dep_del(hold_depset_t *s, int i)
 {
     s->d[i] = s->d[--s->n];
+}
+
+/* *dst = a copy of *src (dst's own storage reused). -1 when out of memory (dst then holds what
+ * fitted: callers make the dependency real instead). */
+static int hold_depset_copy(hold_depset_t *dst, const hold_depset_t *src)
+{
+    dst->n = 0;
+    for (int i = 0; i < src->n; i++)
+        if (hold_dep_add(dst, src->d[i].c, src->d[i].gen) != 0)
+            return -1;
+    return 0;
+}
+
+static void hold_depset_free(hold_depset_t *s)
+{
+    free(s->d);
+    *s = (hold_depset_t){0};
 }
 
 static int hold_dep_has_open(const hold_depset_t *s)
@@ -255,6 +323,7 @@ static void hold_shadow_unref(hold_shadow_t *sh)
 {
     if (sh && --sh->refs == 0) {
         hold_event_put(sh->ev); /* waits already issued keep referring to the old record */
+        hold_depset_free(&sh->taint);
         free(sh);
     }
 }
@@ -457,6 +526,8 @@ static void hold_rec_free(hold_rec_t *r)
             break;
         }
     hold_nlive_recs--;
+    hold_depset_free(&r->deps);
+    hold_depset_free(&r->taint);
     free(r);
 }
 
@@ -555,18 +626,12 @@ static CUresult hold_materialise(hold_stream_t *h)
 
 /* ---- releases requested by the wrappers ----------------------------------------------------- */
 
-/* The open blocks among `s`. Called locked. */
-static int hold_collect_open(const hold_depset_t *s, hold_dep_t *out, int n)
+/* Adds the open blocks among `s` to `out` (one per comm). Called locked. */
+static void hold_collect_open(const hold_depset_t *s, hold_depset_t *out)
 {
     for (int i = 0; i < s->n; i++)
-        if (hold_is_open(&s->d[i]) && n < HOLD_MAXCOMM) {
-            int dup = 0;
-            for (int k = 0; k < n; k++)
-                dup |= out[k].c == s->d[i].c;
-            if (!dup)
-                out[n++] = s->d[i];
-        }
-    return n;
+        if (hold_is_open(&s->d[i]) && hold_dep_add(out, s->d[i].c, s->d[i].gen) != 0)
+            prophet_msg(PROPHET_LOG_WARN, "out of memory collecting the held blocks to release");
 }
 
 /* Makes sure every block in `open` is released: by this thread at this program-order point when
@@ -626,7 +691,7 @@ static void hold_release_or_wait(hold_dep_t *open, int n)
 
 static int hold_skip(void)
 {
-    return !prophet_hold_armed() || prophet_hold_inside();
+    return !prophet_hold_armed() || prophet_hold_inside() || hold_forked;
 }
 
 int prophet_hold_event_record(CUevent e, CUstream s, int ptsz, CUresult *rc)
@@ -652,7 +717,7 @@ int prophet_hold_event_record(CUevent e, CUstream s, int ptsz, CUresult *rc)
     }
     if (h->vdeps.n == 0) {
         if (h->taint.n > 0 && (r = r ? r : hold_rec_get(e)) != NULL)
-            r->taint = h->taint; /* a real record behind a gate on an open block */
+            (void)hold_depset_copy(&r->taint, &h->taint); /* a real record behind a gate */
         if (r)
             hold_rec_settle(r);
         goto out;
@@ -662,8 +727,12 @@ int prophet_hold_event_record(CUevent e, CUstream s, int ptsz, CUresult *rc)
         goto out;
     }
     /* virtual: nothing reaches the driver (but the stream's real prefix, unless covered) */
-    r->deps = h->vdeps;
-    r->taint = h->taint;
+    if (hold_depset_copy(&r->deps, &h->vdeps) || hold_depset_copy(&r->taint, &h->taint)) {
+        r->deps.n = 0;
+        hold_materialise(h); /* out of memory: make it real */
+        hold_rec_settle(r);
+        goto out;
+    }
     r->s = h;
     r->sh = NULL;
     if (!hold_covered(h)) {
@@ -674,7 +743,7 @@ int prophet_hold_event_record(CUevent e, CUstream s, int ptsz, CUresult *rc)
             if (sh && (sh->ev = hold_event_get()) != NULL &&
                 (r2 = prophet_cu.EventRecord(sh->ev, h->real)) == CUDA_SUCCESS) {
                 sh->refs = 1;
-                sh->taint = h->taint;
+                (void)hold_depset_copy(&sh->taint, &h->taint);
                 h->shadow = sh;
             } else {
                 if (sh && sh->ev)
@@ -786,11 +855,10 @@ void prophet_hold_forward_work(CUstream s, int ptsz)
  * no host synchronisation of another thread waits for it (Horovod's copy-out after the call). */
 static void hold_work(CUstream s, int ptsz, int may_release)
 {
-    hold_dep_t dead[HOLD_MAXCOMM];
+    hold_depset_t dead = {0};
     hold_stream_t *h;
-    int n = 0;
 
-    if (!prophet_hold_armed())
+    if (!prophet_hold_armed() || hold_forked)
         return;
     HOLD_LOCK();
     if ((h = hold_stream(s, ptsz)) != NULL) {
@@ -798,16 +866,17 @@ static void hold_work(CUstream s, int ptsz, int may_release)
             hold_comm_t *hc = hold_comm(h->vdeps.d[i].c);
             if (hc && hold_is_open(&h->vdeps.d[i]) && hc->stream == h->key &&
                 pthread_equal(hc->owner, pthread_self()))
-                dead[n++] = h->vdeps.d[i];
+                hold_dep_add(&dead, h->vdeps.d[i].c, h->vdeps.d[i].gen);
         }
-        if (n)
-            hold_release_or_wait(dead, n);
+        if (dead.n)
+            hold_release_or_wait(dead.d, dead.n);
         hold_stream_prune(h);
         hold_materialise(h);
         hold_stream_touched(h);
     }
     hold_rearm();
     HOLD_UNLOCK();
+    hold_depset_free(&dead);
 }
 
 int prophet_hold_event_query(CUevent e, CUresult *rc)
@@ -868,61 +937,61 @@ int prophet_hold_event_elapsed(CUevent a, CUevent b, CUresult *rc)
 
 void prophet_hold_event_sync(CUevent e)
 {
-    hold_dep_t open[HOLD_MAXCOMM];
+    hold_depset_t open = {0};
     hold_rec_t *r;
-    int n = 0;
 
     if (hold_skip())
         return;
     HOLD_LOCK();
     if ((r = hold_rec_find(e)) != NULL) {
-        n = hold_collect_open(&r->deps, open, 0);
-        n = hold_collect_open(&r->taint, open, n);
+        hold_collect_open(&r->deps, &open);
+        hold_collect_open(&r->taint, &open);
     }
-    hold_release_or_wait(open, n);
+    hold_release_or_wait(open.d, open.n);
     /* released: the record was issued on X (or its stream); nothing else to do */
     hold_rearm();
     HOLD_UNLOCK();
+    hold_depset_free(&open);
 }
 
 void prophet_hold_stream_sync(CUstream s, int ptsz)
 {
-    hold_dep_t open[HOLD_MAXCOMM];
+    hold_depset_t open = {0};
     hold_stream_t *h;
-    int n = 0;
 
     if (hold_skip())
         return;
     HOLD_LOCK();
     if ((h = hold_stream(s, ptsz)) != NULL) {
-        n = hold_collect_open(&h->vdeps, open, 0);
-        n = hold_collect_open(&h->taint, open, n);
-        hold_release_or_wait(open, n);
+        hold_collect_open(&h->vdeps, &open);
+        hold_collect_open(&h->taint, &open);
+        hold_release_or_wait(open.d, open.n);
         hold_stream_prune(h);
         hold_materialise(h); /* the host waits for what the stream is behind */
     }
     hold_rearm();
     HOLD_UNLOCK();
+    hold_depset_free(&open);
 }
 
 void prophet_hold_ctx_sync(void)
 {
-    hold_dep_t open[HOLD_MAXCOMM];
-    int n = 0;
+    hold_depset_t open = {0};
 
     if (hold_skip())
         return;
     HOLD_LOCK();
-    for (int i = 0; i < hold_ncomms; i++)
-        if (hold_comms[i].open_gen && n < HOLD_MAXCOMM)
-            open[n++] = (hold_dep_t){hold_comms[i].c, hold_comms[i].open_gen};
-    hold_release_or_wait(open, n);
+    for (hold_comm_t *hc = hold_comm_all; hc; hc = hc->all_next)
+        if (hc->open_gen && hold_dep_add(&open, hc->c, hc->open_gen) != 0)
+            prophet_msg(PROPHET_LOG_WARN, "out of memory collecting the held blocks to release");
+    hold_release_or_wait(open.d, open.n);
     /* every block is released: the context synchronisation waits for X and the records on it */
     for (int b = 0; hold_nlive_streams > 0 && b < HOLD_STREAM_BUCKETS; b++)
         for (hold_stream_t *h = hold_streams[b]; h; h = h->next)
             hold_stream_prune(h);
     hold_rearm();
     HOLD_UNLOCK();
+    hold_depset_free(&open);
 }
 
 int prophet_hold_event_destroy(CUevent e, CUresult *rc)
@@ -949,9 +1018,8 @@ int prophet_hold_event_destroy(CUevent e, CUresult *rc)
 
 int prophet_hold_stream_destroy(CUstream s, CUresult *rc)
 {
-    hold_dep_t open[HOLD_MAXCOMM];
+    hold_depset_t open = {0};
     hold_stream_t *h;
-    int n;
 
     (void)rc;
     if (hold_skip())
@@ -959,9 +1027,9 @@ int prophet_hold_stream_destroy(CUstream s, CUresult *rc)
     HOLD_LOCK();
     if ((h = hold_stream_lookup(s)) != NULL && !h->legacy) {
         /* its virtual records must reach the GPU before it goes: like a synchronisation */
-        n = hold_collect_open(&h->vdeps, open, 0);
-        n = hold_collect_open(&h->taint, open, n);
-        hold_release_or_wait(open, n);
+        hold_collect_open(&h->vdeps, &open);
+        hold_collect_open(&h->taint, &open);
+        hold_release_or_wait(open.d, open.n);
         hold_materialise(h);
         for (hold_rec_t *r = hold_virt_head, *nx; r; r = nx) {
             nx = r->vnext;
@@ -978,6 +1046,7 @@ int prophet_hold_stream_destroy(CUstream s, CUresult *rc)
     }
     hold_rearm();
     HOLD_UNLOCK();
+    hold_depset_free(&open);
     return 0;
 }
 
@@ -985,7 +1054,7 @@ void prophet_hold_stream_created(CUstream s, unsigned flags)
 {
     hold_stream_t *h;
 
-    if (!s || prophet_hold_inside())
+    if (!s || prophet_hold_inside() || hold_forked)
         return;
     HOLD_LOCK();
     if ((h = hold_stream_lookup(s)) != NULL || (h = hold_stream_new(s, s, 0, 0)) != NULL) {
@@ -1004,23 +1073,22 @@ void prophet_hold_stream_created(CUstream s, unsigned flags)
  * member never depends on an open block (no cycle between communicators). */
 void prophet_hold_before_call(prophet_comm_t *c, CUstream st)
 {
-    hold_dep_t open[HOLD_MAXCOMM];
+    hold_depset_t open = {0};
     hold_stream_t *h;
     prophet_comm_t *only = atomic_load(&hold_dep_comm);
-    int n = 0;
 
     /* nothing of another communicator was ever held: st cannot be behind one */
-    if (!prophet_hold_armed() || only == NULL || only == c)
+    if (!prophet_hold_armed() || only == NULL || only == c || hold_forked)
         return;
     HOLD_LOCK();
     if ((h = hold_stream(st, 0)) != NULL) {
         for (int i = 0; i < h->vdeps.n; i++)
             if (h->vdeps.d[i].c != c && hold_is_open(&h->vdeps.d[i]))
-                open[n++] = h->vdeps.d[i];
+                hold_dep_add(&open, h->vdeps.d[i].c, h->vdeps.d[i].gen);
         for (int i = 0; i < h->taint.n; i++)
             if (h->taint.d[i].c != c && hold_is_open(&h->taint.d[i]))
-                open[n++] = h->taint.d[i];
-        hold_release_or_wait(open, n);
+                hold_dep_add(&open, h->taint.d[i].c, h->taint.d[i].gen);
+        hold_release_or_wait(open.d, open.n);
         /* dependencies on other communicators' (released) blocks become real now */
         int other = 0;
         for (int i = 0; i < h->vdeps.n; i++)
@@ -1036,11 +1104,15 @@ void prophet_hold_before_call(prophet_comm_t *c, CUstream st)
                         hold_dep_del(&h->vdeps, i);
             });
             hold_materialise(h);
-            HOLD_STREAM_CHANGE(h, h->vdeps = mine);
+            HOLD_STREAM_CHANGE(h, {
+                hold_depset_free(&h->vdeps);
+                h->vdeps = mine;
+            });
         }
     }
     hold_rearm();
     HOLD_UNLOCK();
+    hold_depset_free(&open);
 }
 
 /* Rule 7: may a call on st join c's open block (generation gen)? Not when st is materially
@@ -1051,7 +1123,7 @@ int prophet_hold_may_join(prophet_comm_t *c, CUstream st, uint32_t gen)
     int legacy, perthread, ok = 1;
     hold_stream_t *h;
 
-    if (!atomic_load(&hold_any_taint)) /* no stream is materially behind an open block */
+    if (!atomic_load(&hold_any_taint) || hold_forked) /* no stream materially behind a block */
         return 1;
     HOLD_LOCK();
     hold_stream_norm(st, 0, &key, &real, &legacy, &perthread);
@@ -1072,6 +1144,9 @@ void prophet_hold_call_held(prophet_comm_t *c, CUstream st, uint32_t gen)
     hold_comm_t *hc;
     hold_stream_t *h;
 
+    if (hold_forked)
+        return;
+    hold_fork_guard();
     HOLD_LOCK();
     hc = hold_comm(c);
     h = hold_stream(st, 0);
@@ -1084,8 +1159,8 @@ void prophet_hold_call_held(prophet_comm_t *c, CUstream st, uint32_t gen)
     if (h) {
         HOLD_STREAM_CHANGE(h, {
             if (hold_dep_add(&h->vdeps, c, gen) != 0)
-                prophet_msg(PROPHET_LOG_WARN, "stream behind more than %d communicators",
-                            HOLD_MAXDEP);
+                prophet_msg(PROPHET_LOG_WARN, "out of memory: a held call's stream is not "
+                                              "tracked behind it");
         });
         hold_stream_touched(h);
         h->cover_c = c;
