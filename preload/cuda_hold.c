@@ -1243,3 +1243,147 @@ void prophet_hold_block_released(prophet_comm_t *c, uint32_t gen, int how)
     pthread_cond_broadcast(&prophet_hold_cond);
     HOLD_UNLOCK();
 }
+
+/* ---- issue 37, item 3: context-wide records and waits, graph event nodes, events recorded by
+ * launches, EXTERNAL flags (cuda_hold.h) ------------------------------------------------------ */
+
+static CUevent *hold_graph_events; /* every event named by a graph event node (never shrinks) */
+static int hold_graph_nevents, hold_graph_cap;
+
+/* Makes e's record real (locked; drops the lock around releases). */
+static void hold_event_make_real_locked(CUevent e)
+{
+    hold_depset_t open = {0};
+    hold_rec_t *r = hold_rec_find(e);
+
+    if (!r || (!r->virt && r->taint.n == 0))
+        return;
+    hold_collect_open(&r->deps, &open);
+    hold_collect_open(&r->taint, &open);
+    hold_release_or_wait(open.d, open.n); /* the releases issue the record (on X) */
+    hold_depset_free(&open);
+    if ((r = hold_rec_find(e)) != NULL && r->virt)
+        hold_materialise(r->s); /* not issued by a release: behind gates on its own stream */
+}
+
+void prophet_hold_event_make_real(CUevent e)
+{
+    if (hold_skip())
+        return;
+    HOLD_LOCK();
+    hold_event_make_real_locked(e);
+    hold_rearm();
+    HOLD_UNLOCK();
+}
+
+/* Waits on the host until every block in s has completed on the GPU. */
+static void hold_wait_complete(const hold_depset_t *s)
+{
+    long ns = 20 * 1000;
+
+    for (int i = 0; i < s->n; i++)
+        while (!hold_complete(&s->d[i])) {
+            struct timespec ts = {0, ns};
+            nanosleep(&ts, NULL);
+            ns = ns < 1000 * 1000 ? 2 * ns : ns;
+        }
+}
+
+void prophet_hold_ctx_record(CUevent e)
+{
+    hold_depset_t done = {0};
+    hold_rec_t *r;
+
+    if (hold_skip())
+        return;
+    prophet_hold_ctx_sync(); /* every open block released (by its thread; others waited for) */
+    HOLD_LOCK();
+    for (hold_comm_t *hc = hold_comm_all; hc; hc = hc->all_next)
+        if (hc->released && !hold_complete(&(hold_dep_t){hc->c, hc->released}))
+            hold_dep_add(&done, hc->c, hc->released);
+    /* records still virtual (a release that could not issue them): behind gates on their stream */
+    while (hold_virt_head) {
+        hold_rec_t *v = hold_virt_head;
+        hold_materialise(v->s);
+        if (hold_virt_head == v) /* not issued (out of memory): do not spin */
+            break;
+    }
+    if ((r = hold_rec_find(e)) != NULL) { /* the driver's record replaces it */
+        hold_rec_unvirt(r);
+        r->taint.n = 0;
+        hold_rec_settle(r);
+    }
+    hold_rearm();
+    HOLD_UNLOCK();
+    hold_wait_complete(&done); /* the context's record must cover the all-reduces run on X */
+    hold_depset_free(&done);
+}
+
+void prophet_hold_graph_event(CUevent e)
+{
+    if (!e || hold_forked || prophet_hold_inside())
+        return;
+    HOLD_LOCK();
+    int known = 0;
+    for (int i = 0; i < hold_graph_nevents && !known; i++)
+        known = hold_graph_events[i] == e;
+    if (!known && hold_graph_nevents == hold_graph_cap) {
+        int cap = hold_graph_cap ? 2 * hold_graph_cap : 16;
+        CUevent *p = realloc(hold_graph_events, (size_t)cap * sizeof(*p));
+        if (p) {
+            hold_graph_events = p;
+            hold_graph_cap = cap;
+        }
+    }
+    if (!known && hold_graph_nevents < hold_graph_cap)
+        hold_graph_events[hold_graph_nevents++] = e;
+    else if (!known)
+        prophet_msg(PROPHET_LOG_WARN, "out of memory: a graph's event node is not tracked");
+    HOLD_UNLOCK();
+}
+
+void prophet_hold_graph_launch(CUstream s, int ptsz)
+{
+    if (hold_skip())
+        return;
+    HOLD_LOCK();
+    for (int i = 0; i < hold_graph_nevents; i++) /* the lock is dropped inside: index, re-read */
+        hold_event_make_real_locked(hold_graph_events[i]);
+    hold_rearm();
+    HOLD_UNLOCK();
+    hold_work(s, ptsz, 1);
+}
+
+void prophet_hold_event_recorded(CUevent e, CUstream s, int ptsz)
+{
+    hold_stream_t *h;
+    hold_rec_t *r;
+
+    if (!e || hold_skip())
+        return;
+    HOLD_LOCK();
+    h = hold_stream(s, ptsz);
+    if ((r = hold_rec_find(e)) != NULL) { /* replaced by the launch's record */
+        hold_rec_unvirt(r);
+        r->taint.n = 0;
+    }
+    if (h && h->taint.n > 0 && (r = r ? r : hold_rec_get(e)) != NULL)
+        (void)hold_depset_copy(&r->taint, &h->taint); /* behind a gate on an open block */
+    if (r)
+        hold_rec_settle(r);
+    hold_rearm();
+    HOLD_UNLOCK();
+}
+
+void prophet_hold_record_external(CUevent e, CUstream s, int ptsz)
+{
+    prophet_hold_graph_event(e);
+    if (!hold_skip())
+        hold_work(s, ptsz, 1);
+}
+
+void prophet_hold_wait_external(CUevent e)
+{
+    prophet_hold_graph_event(e);
+    prophet_hold_event_make_real(e);
+}

@@ -18,6 +18,23 @@
  *   hold-gaps simulate     one communicator; in iteration 2, ncclGroupStart, an all-reduce,
  *                          ncclGroupSimulateEnd (it launches nothing: the buffer keeps its input);
  *                          then calls must still be held (the preload's group depth follows NCCL's)
+ * Item 3 (one communicator; the consumer runs between call 0, held, and call 1):
+ *   hold-gaps ctxrecord    cuCtxRecordEvent, a stream waits for it, a host function reads call 0
+ *   hold-gaps ctxwait      call 0's stream records an event (virtual), cuCtxWaitEvent on it, a
+ *                          host function on another stream of the context reads call 0
+ *   hold-gaps launchattr   an event recorded behind call 0 (virtual) is then recorded by a
+ *                          cuLaunchKernelEx attribute (PROGRAMMATIC_EVENT, LAUNCH_COMPLETION_EVENT
+ *                          in turn) on a stream whose work ahead writes a value after 20 ms; after
+ *                          call 1, a host function behind the event reads that value (the stale
+ *                          virtual record, once issued, would fire first)
+ *   hold-gaps graph        a graph [wait node, host node reading call 0, record node], its wait
+ *                          node's event recorded behind call 0 (virtual) and set with
+ *                          cuGraphExecEventWaitNodeSetEvent (two events in turn: one named when
+ *                          the node was added, one only by the set), then cuGraphLaunch
+ *   hold-gaps external     in a capture: a wait on a virtual record (absorbed), then
+ *                          cuEventRecordWithFlags(EXTERNAL) on that stream and
+ *                          cuStreamWaitEvent(EXTERNAL) on the virtual record: the driver must see
+ *                          both flags (emuEventExternalOps)
  * A scenario fails when nothing was held at its consumer ("nothing held"). Prints "rank R:
  * SCENARIO: ... exact" per rank; exit 0 when every rank passed. */
 #include <signal.h>
@@ -25,6 +42,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include "emu_cuda.h"
 #include "emu_nccl_hooks.h"
 #include "pt_check.h"
 
@@ -195,6 +213,168 @@ static void legacy_check_fn(void *arg)
     }
 }
 
+/* ---- item 3 --------------------------------------------------------------------------------- */
+
+static CUcontext g_ctx;
+static CUstream g_c, g_k;        /* the consumer's stream; the launch's stream (launchattr) */
+static CUevent g_ev[3];          /* recorded behind call 0 */
+static struct legacy_check g_lc; /* the host function's (or host node's) verdict */
+static CUfunction g_noop;
+static CUgraphExec g_exec;
+static CUgraphNode g_wait_node;
+static volatile int g_kval; /* written by the launch stream's work ahead of the launch */
+
+struct kcheck {
+    int want, got;
+};
+static struct kcheck g_kc;
+
+static void noop_kernel(void **params)
+{
+    (void)params;
+}
+
+static void slow_writer_fn(void *arg)
+{
+    usleep(20000);
+    __atomic_store_n(&g_kval, *(int *)arg, __ATOMIC_RELEASE);
+}
+
+static void kcheck_fn(void *arg)
+{
+    struct kcheck *k = arg;
+    k->got = __atomic_load_n(&g_kval, __ATOMIC_ACQUIRE);
+}
+
+static int item3_setup(int rank)
+{
+    static const struct emuKernelDef defs[] = {{.name = "noop", .fn = noop_kernel}};
+    static const struct emuModuleImage img = {EMU_MODULE_MAGIC, 1, defs};
+    CUgraphNode host_node, rec_node;
+    CUDA_HOST_NODE_PARAMS hp = {legacy_check_fn, &g_lc};
+    CUmodule mod;
+    CUgraph g;
+
+    PT_CU(cuStreamCreate(&g_c, CU_STREAM_NON_BLOCKING));
+    PT_CU(cuStreamCreate(&g_k, CU_STREAM_NON_BLOCKING));
+    for (int i = 0; i < 3; i++)
+        PT_CU(cuEventCreate(&g_ev[i], CU_EVENT_DISABLE_TIMING));
+    PT_CU(cuModuleLoadData(&mod, &img));
+    PT_CU(cuModuleGetFunction(&g_noop, mod, "noop"));
+    if (!strcmp(g_scenario, "graph")) {
+        PT_CU(cuGraphCreate(&g, 0));
+        PT_CU(cuGraphAddEventWaitNode(&g_wait_node, g, NULL, 0, g_ev[0]));
+        PT_CU(cuGraphAddHostNode(&host_node, g, &g_wait_node, 1, &hp));
+        PT_CU(cuGraphAddEventRecordNode(&rec_node, g, &host_node, 1, g_ev[2]));
+        PT_CU(cuGraphInstantiate(&g_exec, g, 0));
+        PT_CU(cuGraphDestroy(g));
+    }
+    (void)rank;
+    return 0;
+}
+
+static int launch_with_event(CUevent e, int programmatic)
+{
+    CUlaunchAttribute at;
+    CUlaunchConfig cfg;
+
+    memset(&at, 0, sizeof(at));
+    memset(&cfg, 0, sizeof(cfg));
+    if (programmatic) {
+        at.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT;
+        at.value.programmaticEvent.event = e;
+    } else {
+        at.id = CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT;
+        at.value.launchCompletionEvent.event = e;
+    }
+    cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
+    cfg.blockDimX = cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.hStream = g_k;
+    cfg.attrs = &at;
+    cfg.numAttrs = 1;
+    PT_CU(cuLaunchKernelEx(&cfg, g_noop, NULL, NULL));
+    return 0;
+}
+
+/* Between call 0 (held) and call 1. */
+static int item3_consume(int rank, int nranks, int it)
+{
+    static int want;
+    CUstream s = cs[0].s;
+
+    g_lc = (struct legacy_check){rank, nranks, it, -1};
+    if (!strcmp(g_scenario, "ctxrecord")) {
+        PT_CU(cuCtxRecordEvent(g_ctx, g_ev[0]));
+        PT_CU(cuStreamWaitEvent(g_c, g_ev[0], 0));
+        PT_CU(cuLaunchHostFunc(g_c, legacy_check_fn, &g_lc));
+    } else if (!strcmp(g_scenario, "ctxwait")) {
+        PT_CU(cuEventRecord(g_ev[0], s));
+        PT_CU(cuCtxWaitEvent(g_ctx, g_ev[0]));
+        PT_CU(cuLaunchHostFunc(g_c, legacy_check_fn, &g_lc));
+    } else if (!strcmp(g_scenario, "launchattr")) {
+        want = 1000 + it;
+        PT_CU(cuEventRecord(g_ev[1], s));
+        PT_CU(cuLaunchHostFunc(g_k, slow_writer_fn, &want));
+        if (launch_with_event(g_ev[1], it % 2))
+            return 1;
+    } else if (!strcmp(g_scenario, "graph")) {
+        CUevent e = g_ev[it % 2];
+        PT_CU(cuEventRecord(e, s));
+        PT_CU(cuGraphExecEventWaitNodeSetEvent(g_exec, g_wait_node, e));
+        PT_CU(cuGraphLaunch(g_exec, g_c));
+    } else if (!strcmp(g_scenario, "external")) {
+        uint64_t w0 = emuEventExternalOps(0), r0 = emuEventExternalOps(1);
+        CUgraph gr = NULL;
+        PT_CU(cuEventRecord(g_ev[0], s));
+        PT_CU(cuStreamBeginCapture(g_c, CU_STREAM_CAPTURE_MODE_RELAXED));
+        PT_CU(cuStreamWaitEvent(g_c, g_ev[0], 0));
+        PT_CU(cuEventRecordWithFlags(g_ev[2], g_c, CU_EVENT_RECORD_EXTERNAL));
+        PT_CU(cuStreamWaitEvent(g_c, g_ev[0], CU_EVENT_WAIT_EXTERNAL));
+        PT_CU(cuStreamEndCapture(g_c, &gr));
+        PT_CU(cuGraphDestroy(gr));
+        if (emuEventExternalOps(0) != w0 + 1 || emuEventExternalOps(1) != r0 + 1)
+            FAIL("external: iteration %d: the driver saw %llu EXTERNAL wait(s) and %llu EXTERNAL "
+                 "record(s), expected 1 and 1",
+                 it, (unsigned long long)(emuEventExternalOps(0) - w0),
+                 (unsigned long long)(emuEventExternalOps(1) - r0));
+    }
+    return 0;
+}
+
+/* After call 1 (launchattr: the stale record, if any, has been issued now). */
+static int item3_after(int rank, int it)
+{
+    (void)rank;
+    if (!strcmp(g_scenario, "launchattr")) {
+        g_kc = (struct kcheck){1000 + it, -1};
+        PT_CU(cuStreamWaitEvent(g_c, g_ev[1], 0));
+        PT_CU(cuLaunchHostFunc(g_c, kcheck_fn, &g_kc));
+    }
+    return 0;
+}
+
+/* After the iteration's context synchronisation: the verdicts. */
+static int item3_check(int rank, int it)
+{
+    if (g_lc.bad >= 0)
+        FAIL("%s: iteration %d: the consumer read call 0 before its all-reduce ran", g_scenario,
+             it);
+    if (!strcmp(g_scenario, "launchattr") && g_kc.got != g_kc.want)
+        FAIL("launchattr: iteration %d: behind the launch's event the value was %d, expected %d "
+             "(the event fired before the launch's stream reached it)",
+             it, g_kc.got, g_kc.want);
+    return 0;
+}
+
+static int is_item3(void)
+{
+    static const char *const names[] = {"ctxrecord", "ctxwait", "launchattr", "graph", "external"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (!strcmp(g_scenario, names[i]))
+            return 1;
+    return 0;
+}
+
 static int consume(int rank, int nranks, int it, long long *held_at)
 {
     long long h = held_now();
@@ -217,7 +397,7 @@ static int consume(int rank, int nranks, int it, long long *held_at)
             return 1;
         return 0; /* call 0 is checked with call 1 */
     } else {
-        return 0;
+        return is_item3() ? item3_consume(rank, nranks, it) : 0;
     }
     for (int c = 0; c < g_ncomm; c++)
         if (read_exact(rank, nranks, c, 0, it, g_scenario))
@@ -253,6 +433,9 @@ static int rank_main(int rank, int nranks, const ncclUniqueId *id)
     long long held_at = 0;
 
     pt_rank_setup(rank, nranks, id, &ctx, &parent);
+    g_ctx = ctx;
+    if (is_item3() && item3_setup(rank))
+        return 1;
     if (!strcmp(g_scenario, "simulate"))
         PT_NCCL(ncclCommSplit(parent, 0, rank, &side, NULL));
     for (int c = 0; c < g_ncomm; c++) {
@@ -279,7 +462,11 @@ static int rank_main(int rank, int nranks, const ncclUniqueId *id)
         for (int c = 0; c < g_ncomm; c++)
             if (issue(rank, c, 1, it))
                 return 1;
+        if (is_item3() && item3_after(rank, it))
+            return 1;
         PT_CU(cuCtxSynchronize());
+        if (is_item3() && item3_check(rank, it))
+            return 1;
         for (int c = 0; c < g_ncomm; c++)
             for (int k = 0; k < 2; k++)
                 if (read_exact(rank, nranks, c, k, it, "end of iteration"))
@@ -307,8 +494,9 @@ int main(int argc, char **argv)
         g_blocking = 1;
     if (g_ncomm < 1 || g_ncomm > MAXCOMM ||
         (strcmp(g_scenario, "comms") && strcmp(g_scenario, "deps") && strcmp(g_scenario, "fork") &&
-         strcmp(g_scenario, "simulate"))) {
-        fprintf(stderr, "usage: hold-gaps comms|deps|fork|simulate [NCOMM]\n");
+         strcmp(g_scenario, "simulate") && !is_item3())) {
+        fprintf(stderr, "usage: hold-gaps comms|deps|fork|simulate|ctxrecord|ctxwait|launchattr|"
+                        "graph|external [NCOMM]\n");
         return 2;
     }
     return pt_run_ranks(2, rank_main);

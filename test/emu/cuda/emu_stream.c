@@ -150,6 +150,38 @@ static struct emu_op *emu_legacy_deps(struct CUstream_st *s)
     return list;
 }
 
+CUresult emu_stream_wait_ctx(struct CUstream_st *s)
+{
+    struct emu_op *list = NULL;
+    CUresult rc = CUDA_SUCCESS;
+
+    pthread_mutex_lock(&emu_g.lock);
+    emu_deps_add(&list, s->ctx->def);
+    for (struct CUstream_st *b = s->ctx->streams; b; b = b->ctx_next)
+        if (b != s)
+            emu_deps_add(&list, b);
+    pthread_mutex_unlock(&emu_g.lock);
+    pthread_mutex_lock(&s->lock);
+    if (!s->thread_started && pthread_create(&s->thread, NULL, emu_stream_main, s)) {
+        rc = CUDA_ERROR_OUT_OF_MEMORY;
+    } else {
+        s->thread_started = 1;
+        while (list) {
+            struct emu_op *d = list;
+            list = d->next;
+            emu_stream_append_locked(s, d);
+        }
+        pthread_cond_signal(&s->cond);
+    }
+    pthread_mutex_unlock(&s->lock);
+    while (list) {
+        struct emu_op *d = list;
+        list = d->next;
+        emu_op_free(d);
+    }
+    return rc;
+}
+
 static void emu_ops_free_list(struct emu_op *list)
 {
     while (list) {
