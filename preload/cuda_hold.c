@@ -832,6 +832,32 @@ out:
 
 static void hold_work(CUstream s, int ptsz, int may_release);
 
+/* ---- CUDA_DEVICE_MAX_CONNECTIONS=1 ----------------------------------------------------------
+ * Every stream's work then goes through one hardware queue in issue order: a GPU gate on an open
+ * block (cuStreamWaitValue32) blocks everything issued after it, the block's own launch on X
+ * included, which is issued only at its release: a deadlock (preload.hold_one_queue). With one
+ * connection, real work on a stream behind an open block releases that block first (by its
+ * issuing thread at this program-order point; another thread waits on the host for it, as a host
+ * synchronisation does); the gate then waits for a released block, whose launch is ahead of it
+ * in the queue. */
+static int hold_one_queue(void)
+{
+    static int v = -1;
+
+    if (v < 0) {
+        const char *e = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+        v = e && atoi(e) == 1;
+    }
+    return v;
+}
+
+/* Adds the open blocks h is virtually behind to `out` when one hardware queue is all there is. */
+static void hold_one_queue_collect(const hold_stream_t *h, hold_depset_t *out)
+{
+    if (hold_one_queue())
+        hold_collect_open(&h->vdeps, out);
+}
+
 void prophet_hold_stream_work(CUstream s, int ptsz)
 {
     if (hold_skip())
@@ -868,6 +894,8 @@ static void hold_work(CUstream s, int ptsz, int may_release)
                 pthread_equal(hc->owner, pthread_self()))
                 hold_dep_add(&dead, h->vdeps.d[i].c, h->vdeps.d[i].gen);
         }
+        if (may_release)
+            hold_one_queue_collect(h, &dead);
         if (dead.n)
             hold_release_or_wait(dead.d, dead.n);
         hold_stream_prune(h);

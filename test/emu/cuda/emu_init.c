@@ -55,6 +55,12 @@ CUresult cuInit(unsigned int Flags)
         /* a real GPU blocks a launch once its push buffer is full: commonly measured, about 1024
          * pending launches; 0 = unbounded */
         emu_g.queue_depth = (unsigned)emu_env_int("EMU_CUDA_QUEUE_DEPTH", 1024, 0, 1 << 30);
+        /* CUDA_DEVICE_MAX_CONNECTIONS=1 (Megatron): every stream's work in one hardware queue */
+        emu_g.one_queue =
+            emu_env_int("EMU_CUDA_MAX_CONNECTIONS",
+                        emu_env_int("CUDA_DEVICE_MAX_CONNECTIONS", 0, 0, 1 << 10), 0, 1 << 10) == 1;
+        if (emu_g.one_queue)
+            emu_g.inline_record = 0; /* a record takes its turn in the queue too */
         atomic_store_explicit(&emu_g.initialized, 1, memory_order_release);
     }
     pthread_mutex_unlock(&emu_g.lock);

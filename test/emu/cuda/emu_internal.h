@@ -80,6 +80,8 @@ struct emu_global {
     unsigned record_notiming_ns; /* EMU_CUDA_RECORD_NOTIMING_NS: the same, timing disabled */
     unsigned queue_depth; /* EMU_CUDA_QUEUE_DEPTH, default 1024, 0 = unbounded: most operations a
                            * stream holds pending before a launch blocks the host (push buffer) */
+    int one_queue;        /* EMU_CUDA_MAX_CONNECTIONS=1: one hardware queue (emu_stream.c) */
+    atomic_ullong tickets, tickets_done; /* one_queue: operations issued / finished, in order */
 };
 extern struct emu_global emu_g;
 
@@ -117,6 +119,7 @@ enum emu_op_kind {
 struct emu_op {
     struct emu_op *next;
     enum emu_op_kind kind;
+    uint64_t ticket; /* one_queue: its place in the one hardware queue (1, 2, ...) */
     union {
         struct {
             void *dst;

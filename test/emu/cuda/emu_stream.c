@@ -65,6 +65,28 @@ CUresult emu_stream_get(CUstream h, struct CUstream_st **out)
     return rc;
 }
 
+/* EMU_CUDA_MAX_CONNECTIONS=1 (CUDA_DEVICE_MAX_CONNECTIONS=1): every stream's operations go
+ * through one hardware queue, in the order they were issued, whatever their stream. Each
+ * operation takes a ticket when it is queued; a stream's thread starts an operation only once
+ * every operation with a smaller ticket has finished (an operation that blocks, a gate
+ * cuStreamWaitValue32, blocks everything issued after it, on any stream). */
+static int emu_ticket_turn(void *arg)
+{
+    return atomic_load_explicit(&emu_g.tickets_done, memory_order_acquire) + 1 >=
+           *(const uint64_t *)arg;
+}
+
+static void emu_one_queue_run(struct emu_op *op)
+{
+    if (!op->ticket) {
+        emu_op_run(op);
+        return;
+    }
+    emu_wait(emu_ticket_turn, &op->ticket, 0);
+    emu_op_run(op);
+    atomic_store_explicit(&emu_g.tickets_done, op->ticket, memory_order_release);
+}
+
 /* Set on every stream's own thread: work it launches never waits for room (emu_stream_wait_room).
  */
 static __thread int emu_tls_stream_thread;
@@ -87,7 +109,7 @@ static void *emu_stream_main(void *arg)
         if (!op)
             break;
         int internal = op->kind == EMU_OP_WAIT_SEQ;
-        emu_op_run(op);
+        emu_one_queue_run(op);
         emu_op_free(op);
         if (!internal)
             atomic_fetch_add_explicit(&s->executed, 1, memory_order_release);
@@ -101,6 +123,7 @@ static void *emu_stream_main(void *arg)
 static uint64_t emu_stream_append_locked(struct CUstream_st *s, struct emu_op *op)
 {
     op->next = NULL;
+    op->ticket = emu_g.one_queue ? atomic_fetch_add(&emu_g.tickets, 1) + 1 : 0;
     if (s->tail)
         s->tail->next = op;
     else
