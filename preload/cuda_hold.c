@@ -1405,13 +1405,12 @@ void prophet_hold_event_recorded(CUevent e, CUstream s, int ptsz)
 
 void prophet_hold_record_external(CUevent e, CUstream s, int ptsz)
 {
-    prophet_hold_graph_event(e);
+    (void)e; /* a graph event already (cuda_hooks.c, FIRST_RECORD) */
     if (!hold_skip())
         hold_work(s, ptsz, 1);
 }
 
 void prophet_hold_wait_external(CUevent e)
 {
-    prophet_hold_graph_event(e);
-    prophet_hold_event_make_real(e);
+    prophet_hold_event_make_real(e); /* a graph event already (cuda_hooks.c, FIRST_WAIT) */
 }

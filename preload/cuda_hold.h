@@ -98,10 +98,10 @@ void prophet_hold_graph_launch(CUstream s, int ptsz);
  * LAUNCH_COMPLETION_EVENT attributes): its earlier record, virtual or not, is replaced. */
 void prophet_hold_event_recorded(CUevent e, CUstream s, int ptsz);
 /* CU_EVENT_RECORD_EXTERNAL (a record node in a captured graph): s is materialised first, so that
- * the record stays real and keeps its flag; e is a graph event. */
+ * the record stays real and keeps its flag (the wrapper told e as a graph event). */
 void prophet_hold_record_external(CUevent e, CUstream s, int ptsz);
 /* CU_EVENT_WAIT_EXTERNAL (a wait node in a captured graph): e's record is made real first, so
- * that the driver's wait keeps its flag; e is a graph event. */
+ * that the driver's wait keeps its flag (the wrapper told e as a graph event). */
 void prophet_hold_wait_external(CUevent e);
 
 /* ---- the scheduler's side (schedule.c, release.c, comm_life.c, interpose_*.c) -------------

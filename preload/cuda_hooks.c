@@ -235,10 +235,14 @@ static void *prophet_cuhook_procaddr(const char *symbol, void *p, int version, c
 #define PROPHET_CUHOOK_PRE_OTHER(ptsz, a, b, c, rcp) 0
 
 /* FIRST: on every path, before anything else (a capture may begin: see prophet_capture_seen_). */
-#define PROPHET_CUHOOK_FIRST_CAPTURE_BEGIN() prophet_capture_begun()
-#define PROPHET_CUHOOK_FIRST_NONE() ((void)0)
-#define PROPHET_CUHOOK_FIRST_RECORD PROPHET_CUHOOK_FIRST_NONE
-#define PROPHET_CUHOOK_FIRST_WAIT PROPHET_CUHOOK_FIRST_NONE
+#define PROPHET_CUHOOK_FIRST_CAPTURE_BEGIN(a, b, c) prophet_capture_begun()
+#define PROPHET_CUHOOK_FIRST_NONE(a, b, c) ((void)0)
+/* an EXTERNAL record or wait (an external event node when captured) names a graph event, whether
+ * or not anything is held (the graph may be launched while something is) */
+#define PROPHET_CUHOOK_FIRST_RECORD(a, b, c)                                                       \
+    (((c)&CU_EVENT_RECORD_EXTERNAL) ? prophet_hold_graph_event(a) : (void)0)
+#define PROPHET_CUHOOK_FIRST_WAIT(a, b, c)                                                         \
+    (((c)&CU_EVENT_WAIT_EXTERNAL) ? prophet_hold_graph_event(b) : (void)0)
 #define PROPHET_CUHOOK_FIRST_WORK PROPHET_CUHOOK_FIRST_NONE
 #define PROPHET_CUHOOK_FIRST_LAUNCH_EX PROPHET_CUHOOK_FIRST_NONE
 #define PROPHET_CUHOOK_FIRST_MULTI_WORK PROPHET_CUHOOK_FIRST_NONE
@@ -362,7 +366,7 @@ static void prophet_cuhook_launch_events(const CUlaunchConfig *config, int ptsz)
             (prophet_cuhook_fn_##sym)prophet_cuhook_real(PROPHET_CUHOOK_##sym);                    \
         CUresult rc_ = CUDA_SUCCESS;                                                               \
                                                                                                    \
-        PROPHET_CUHOOK_FIRST_##kind();                                                             \
+        PROPHET_CUHOOK_FIRST_##kind(a, b, c);                                                      \
         if (!real_)                                                                                \
             return prophet_cuhook_missing(PROPHET_CUHOOK_##sym);                                   \
         if (!prophet_hold_armed() || prophet_hold_inside()) {                                      \
