@@ -31,6 +31,9 @@
  *                          node's event recorded behind call 0 (virtual) and set with
  *                          cuGraphExecEventWaitNodeSetEvent (two events in turn: one named when
  *                          the node was added, one only by the set), then cuGraphLaunch
+ *   hold-gaps decompress   call 0's stream records an event (virtual), a stream waits for it and
+ *                          runs cuMemBatchDecompressAsync (stream work; the emulated "compression"
+ *                          is the identity) from call 0's buffer; a host function reads the copy
  *   hold-gaps external     in a capture: a wait on a virtual record (absorbed), then
  *                          cuEventRecordWithFlags(EXTERNAL) on that stream and
  *                          cuStreamWaitEvent(EXTERNAL) on the virtual record: the driver must see
@@ -197,6 +200,7 @@ static int fork_and_wait(int rank)
 
 struct legacy_check {
     int rank, nranks, it, bad;
+    const float *copy; /* read instead of comm 0's call-0 buffer when set */
 };
 
 static void legacy_check_fn(void *arg)
@@ -204,7 +208,7 @@ static void legacy_check_fn(void *arg)
     struct legacy_check *lc = arg;
 
     for (int c = 0; c < g_ncomm && lc->bad < 0; c++) {
-        const float *p = (const float *)(uintptr_t)cs[c].buf[0];
+        const float *p = c == 0 && lc->copy ? lc->copy : (const float *)(uintptr_t)cs[c].buf[0];
         for (int i = 0; i < count_of(0); i++)
             if (p[i] != sum_of(lc->nranks, c, 0, lc->it)) {
                 lc->bad = c;
@@ -302,7 +306,7 @@ static int item3_consume(int rank, int nranks, int it)
     static int want;
     CUstream s = cs[0].s;
 
-    g_lc = (struct legacy_check){rank, nranks, it, -1};
+    g_lc = (struct legacy_check){rank, nranks, it, -1, NULL};
     if (!strcmp(g_scenario, "ctxrecord")) {
         PT_CU(cuCtxRecordEvent(g_ctx, g_ev[0]));
         PT_CU(cuStreamWaitEvent(g_c, g_ev[0], 0));
@@ -322,6 +326,21 @@ static int item3_consume(int rank, int nranks, int it)
         PT_CU(cuEventRecord(e, s));
         PT_CU(cuGraphExecEventWaitNodeSetEvent(g_exec, g_wait_node, e));
         PT_CU(cuGraphLaunch(g_exec, g_c));
+    } else if (!strcmp(g_scenario, "decompress")) {
+        static CUdeviceptr copy;
+        CUmemDecompressParams dp;
+        size_t bad = 0;
+        if (!copy)
+            PT_CU(cuMemAlloc(&copy, COUNT * sizeof(float)));
+        memset(&dp, 0, sizeof(dp));
+        dp.srcNumBytes = dp.dstNumBytes = (size_t)count_of(0) * sizeof(float);
+        dp.src = (const void *)(uintptr_t)cs[0].buf[0];
+        dp.dst = (void *)(uintptr_t)copy;
+        PT_CU(cuEventRecord(g_ev[0], s));
+        PT_CU(cuStreamWaitEvent(g_c, g_ev[0], 0));
+        PT_CU(cuMemBatchDecompressAsync(&dp, 1, 0, &bad, g_c));
+        g_lc.copy = (const float *)(uintptr_t)copy;
+        PT_CU(cuLaunchHostFunc(g_c, legacy_check_fn, &g_lc));
     } else if (!strcmp(g_scenario, "external")) {
         uint64_t w0 = emuEventExternalOps(0), r0 = emuEventExternalOps(1);
         CUgraph gr = NULL;
@@ -368,7 +387,8 @@ static int item3_check(int rank, int it)
 
 static int is_item3(void)
 {
-    static const char *const names[] = {"ctxrecord", "ctxwait", "launchattr", "graph", "external"};
+    static const char *const names[] = {"ctxrecord", "ctxwait",    "launchattr",
+                                        "graph",     "decompress", "external"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (!strcmp(g_scenario, names[i]))
             return 1;
@@ -385,7 +405,7 @@ static int consume(int rank, int nranks, int it, long long *held_at)
         PT_CU(cuCtxSynchronize());
     } else if (!strcmp(g_scenario, "deps")) {
         /* a host function on the legacy stream reads every call-0 result */
-        struct legacy_check lc = {rank, nranks, it, -1};
+        struct legacy_check lc = {rank, nranks, it, -1, NULL};
         PT_CU(cuLaunchHostFunc(NULL, legacy_check_fn, &lc));
         PT_CU(cuStreamSynchronize(NULL));
         if (lc.bad >= 0)

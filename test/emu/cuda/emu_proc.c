@@ -276,6 +276,7 @@ static const struct emu_proc emu_procs[] = {
     P(cuModuleUnload, cuModuleUnload),
     PT(cuLaunchKernel, cuLaunchKernel, cuLaunchKernel_ptsz),
     P(cuLaunchKernelEx, cuLaunchKernelEx),
+    P(cuMemBatchDecompressAsync, cuMemBatchDecompressAsync),
     P(cuCtxRecordEvent, cuCtxRecordEvent),
     P(cuCtxWaitEvent, cuCtxWaitEvent),
     P(cuGraphCreate, cuGraphCreate),
