@@ -157,7 +157,7 @@ static void hold_atfork_register(void)
     pthread_atfork(NULL, NULL, hold_atfork_child);
 }
 
-/* Registers the child handler before the engine arms for the first time. */
+/* Registers the child handler before the engine arms or takes its lock for the first time. */
 static void hold_fork_guard(void)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -1084,6 +1084,7 @@ void prophet_hold_stream_created(CUstream s, unsigned flags)
 
     if (!s || prophet_hold_inside() || hold_forked)
         return;
+    hold_fork_guard(); /* the lock is taken here before anything is held */
     HOLD_LOCK();
     if ((h = hold_stream_lookup(s)) != NULL || (h = hold_stream_new(s, s, 0, 0)) != NULL) {
         h->blocking = !(flags & CU_STREAM_NON_BLOCKING);
@@ -1351,6 +1352,7 @@ void prophet_hold_graph_event(CUevent e)
 {
     if (!e || hold_forked || prophet_hold_inside())
         return;
+    hold_fork_guard();
     HOLD_LOCK();
     int known = 0;
     for (int i = 0; i < hold_graph_nevents && !known; i++)
