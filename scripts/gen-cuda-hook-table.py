@@ -52,7 +52,8 @@ cuStreamWaitValue32 cuStreamWaitValue64 cuStreamWriteValue32 cuStreamWriteValue6
 cuStreamBatchMemOp cuMemAllocAsync cuMemFreeAsync cuMemAllocFromPoolAsync
 cuSignalExternalSemaphoresAsync cuWaitExternalSemaphoresAsync
 cuMemDiscardBatchAsync cuMemDiscardAndPrefetchBatchAsync cuMemBatchDecompressAsync
-cuLaunchGridAsync cuLaunch cuLaunchGrid"""
+cuLaunchGridAsync cuLaunch cuLaunchGrid cuMemMapArrayAsync cuStreamAttachMemAsync
+cuGraphicsMapResources cuGraphicsUnmapResources"""
 # WORK on the default stream (no stream parameter): the deprecated launches
 DEFAULT_STREAM_WORK = {"cuLaunch", "cuLaunchGrid"}
 SYNC_WORK = """cuMemcpy cuMemcpyHtoD cuMemcpyDtoH cuMemcpyDtoD cuMemcpyDtoA cuMemcpyAtoD
@@ -123,12 +124,6 @@ HARMLESS = {
 # Known gaps: refused or not yet wrapped (docs/completion-holding.md). Each is a way for a consumer
 # to see a held all-reduce's buffer before its block has run, or a stale event (issue 37).
 GAPS = {
-    "cuMemMapArrayAsync": "not yet wrapped: stream work that changes the memory behind sparse "
-                          "arrays",
-    "cuStreamAttachMemAsync": "not yet wrapped: stream work that hands managed memory to the host",
-    "cuGraphicsMapResources": "not yet wrapped: stream work ordering graphics interop",
-    "cuGraphicsUnmapResources": "not yet wrapped: hands memory back to a graphics API, which may "
-                                "read it before a held all-reduce",
     "cuEventCreate": "not yet wrapped: an interprocess event (CU_EVENT_INTERPROCESS) recorded "
                      "virtually is never recorded for the other process",
     "cuIpcGetEventHandle": "not yet wrapped: exports an event whose record may be virtual",
