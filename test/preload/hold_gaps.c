@@ -28,9 +28,10 @@
  *                          call 1, a host function behind the event reads that value (the stale
  *                          virtual record, once issued, would fire first)
  *   hold-gaps graph        a graph [wait node, host node reading call 0, record node], its wait
- *                          node's event recorded behind call 0 (virtual) and set with
- *                          cuGraphExecEventWaitNodeSetEvent (two events in turn: one named when
- *                          the node was added, one only by the set), then cuGraphLaunch
+ *                          node's event recorded behind call 0 (virtual), then cuGraphLaunch; in
+ *                          turn the event is named only at the node's creation, only by
+ *                          cuGraphExecEventWaitNodeSetEvent, only by cuGraphAddNode (another
+ *                          graph), only by cuGraphEventWaitNodeSetEvent (a third)
  *   hold-gaps decompress   call 0's stream records an event (virtual), a stream waits for it and
  *                          runs cuMemBatchDecompressAsync (stream work; the emulated "compression"
  *                          is the identity) from call 0's buffer; a host function reads the copy
@@ -221,10 +222,10 @@ static void legacy_check_fn(void *arg)
 
 static CUcontext g_ctx;
 static CUstream g_c, g_k;        /* the consumer's stream; the launch's stream (launchattr) */
-static CUevent g_ev[3];          /* recorded behind call 0 */
+static CUevent g_ev[6];          /* recorded behind call 0 */
 static struct legacy_check g_lc; /* the host function's (or host node's) verdict */
 static CUfunction g_noop;
-static CUgraphExec g_exec;
+static CUgraphExec g_exec, g_exec2, g_exec3;
 static CUgraphNode g_wait_node;
 static volatile int g_kval; /* written by the launch stream's work ahead of the launch */
 
@@ -261,7 +262,7 @@ static int item3_setup(int rank)
 
     PT_CU(cuStreamCreate(&g_c, CU_STREAM_NON_BLOCKING));
     PT_CU(cuStreamCreate(&g_k, CU_STREAM_NON_BLOCKING));
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 6; i++)
         PT_CU(cuEventCreate(&g_ev[i], CU_EVENT_DISABLE_TIMING));
     PT_CU(cuModuleLoadData(&mod, &img));
     PT_CU(cuModuleGetFunction(&g_noop, mod, "noop"));
@@ -271,6 +272,28 @@ static int item3_setup(int rank)
         PT_CU(cuGraphAddHostNode(&host_node, g, &g_wait_node, 1, &hp));
         PT_CU(cuGraphAddEventRecordNode(&rec_node, g, &host_node, 1, g_ev[2]));
         PT_CU(cuGraphInstantiate(&g_exec, g, 0));
+        PT_CU(cuGraphDestroy(g));
+        /* the same through cuGraphAddNode (wait node on g_ev[3]) */
+        CUgraphNodeParams np;
+        CUgraphNode n1, n2;
+        PT_CU(cuGraphCreate(&g, 0));
+        memset(&np, 0, sizeof(np));
+        np.type = CU_GRAPH_NODE_TYPE_WAIT_EVENT;
+        np.eventWait.event = g_ev[3];
+        PT_CU(cuGraphAddNode(&n1, g, NULL, NULL, 0, &np));
+        memset(&np, 0, sizeof(np));
+        np.type = CU_GRAPH_NODE_TYPE_HOST;
+        np.host.fn = legacy_check_fn;
+        np.host.userData = &g_lc;
+        PT_CU(cuGraphAddNode(&n2, g, &n1, NULL, 1, &np));
+        PT_CU(cuGraphInstantiate(&g_exec2, g, 0));
+        PT_CU(cuGraphDestroy(g));
+        /* a wait node made on a never-recorded event, moved to g_ev[4] before instantiation */
+        PT_CU(cuGraphCreate(&g, 0));
+        PT_CU(cuGraphAddEventWaitNode(&n1, g, NULL, 0, g_ev[5]));
+        PT_CU(cuGraphAddHostNode(&n2, g, &n1, 1, &hp));
+        PT_CU(cuGraphEventWaitNodeSetEvent(n1, g_ev[4]));
+        PT_CU(cuGraphInstantiate(&g_exec3, g, 0));
         PT_CU(cuGraphDestroy(g));
     }
     (void)rank;
@@ -322,10 +345,17 @@ static int item3_consume(int rank, int nranks, int it)
         if (launch_with_event(g_ev[1], it % 2))
             return 1;
     } else if (!strcmp(g_scenario, "graph")) {
-        CUevent e = g_ev[it % 2];
+        /* in turn: the wait node's event named at its creation, by the executable graph's set,
+         * by cuGraphAddNode, by the graph node's set */
+        static const int ev[4] = {0, 1, 3, 4};
+        CUevent e = g_ev[ev[it % 4]];
         PT_CU(cuEventRecord(e, s));
-        PT_CU(cuGraphExecEventWaitNodeSetEvent(g_exec, g_wait_node, e));
-        PT_CU(cuGraphLaunch(g_exec, g_c));
+        if (it % 4 < 2) {
+            PT_CU(cuGraphExecEventWaitNodeSetEvent(g_exec, g_wait_node, e));
+            PT_CU(cuGraphLaunch(g_exec, g_c));
+        } else {
+            PT_CU(cuGraphLaunch(it % 4 == 2 ? g_exec2 : g_exec3, g_c));
+        }
     } else if (!strcmp(g_scenario, "decompress")) {
         static CUdeviceptr copy;
         CUmemDecompressParams dp;
