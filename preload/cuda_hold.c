@@ -38,19 +38,20 @@ atomic_int prophet_hold_armed_;
 PROPHET_TLS int prophet_hold_depth_;
 atomic_int prophet_capture_seen_;
 
-#define HOLD_MAXDEP 8
 #define HOLD_STREAM_BUCKETS 256
 #define HOLD_EVENT_BUCKETS 1024
-#define HOLD_MAXCOMM 64
+#define HOLD_COMM_BUCKETS 64
 
 typedef struct hold_dep {
     prophet_comm_t *c;
     uint32_t gen;
 } hold_dep_t;
 
+/* A set of blocks, one entry per communicator: grows without bound (heap; d owned by the set,
+ * copied with hold_depset_copy, freed with hold_depset_free). */
 typedef struct hold_depset {
-    int n;
-    hold_dep_t d[HOLD_MAXDEP];
+    int n, cap;
+    hold_dep_t *d;
 } hold_depset_t;
 
 typedef struct hold_shadow {
@@ -85,6 +86,7 @@ typedef struct hold_rec {
 } hold_rec_t;
 
 typedef struct hold_comm {
+    struct hold_comm *next, *all_next; /* hash chain; list of every comm ever seen */
     prophet_comm_t *c;
     uint32_t open_gen; /* generation of the open block, 0 when none */
     pthread_t owner;
@@ -98,8 +100,9 @@ static pthread_cond_t prophet_hold_cond = PTHREAD_COND_INITIALIZER;
 static hold_stream_t *hold_streams[HOLD_STREAM_BUCKETS];
 static hold_rec_t *hold_recs[HOLD_EVENT_BUCKETS];
 static hold_rec_t *hold_virt_head;
-static hold_comm_t hold_comms[HOLD_MAXCOMM];
-static int hold_ncomms;
+static hold_comm_t *hold_comms[HOLD_COMM_BUCKETS]; /* every comm seen, never freed: no limit */
+static hold_comm_t *hold_comm_all;
+static int hold_forked; /* this is a forked child: the engine is off for good (hold_atfork_child) */
 static int hold_nopen, hold_nvirt, hold_nlive_recs, hold_nlive_streams;
 static CUevent *hold_pool;
 static int hold_pool_n, hold_pool_cap;
@@ -134,6 +137,35 @@ void prophet_hold_set_release(void (*fn)(prophet_comm_t *c))
         pthread_mutex_unlock(&prophet_hold_lock);                                                  \
     } while (0)
 
+/* ---- fork ------------------------------------------------------------------------------- */
+
+/* A forked child has only the forking thread: the engine's state names the parent's held blocks,
+ * streams and events (none of them the child's), and its lock may have been copied while another
+ * thread held it. The child's engine is disarmed for good: every wrapper goes straight to the
+ * driver, no entry point of the engine takes the lock or releases a parent's block (whose NCCL
+ * calls would run on the parent's communicators from the child). The preload itself passes
+ * through in such a child (init.c). */
+static void hold_atfork_child(void)
+{
+    hold_forked = 1;
+    atomic_store(&prophet_hold_armed_, 0);
+    pthread_mutex_init(&prophet_hold_lock, NULL);
+    pthread_cond_init(&prophet_hold_cond, NULL);
+}
+
+static void hold_atfork_register(void)
+{
+    pthread_atfork(NULL, NULL, hold_atfork_child);
+}
+
+/* Registers the child handler before the engine arms or takes its lock for the first time. */
+static void hold_fork_guard(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+    pthread_once(&once, hold_atfork_register);
+}
+
 /* ---- small helpers ------------------------------------------------------------------------ */
 
 static void hold_rearm(void)
@@ -142,15 +174,27 @@ static void hold_rearm(void)
     atomic_store_explicit(&prophet_hold_armed_, armed, memory_order_relaxed);
 }
 
+static unsigned hold_hash_ptr(const void *p, unsigned n);
+
+/* The engine's state of communicator c, made at the first question about it (any number of
+ * communicators; a node's address is stable: hold_release_or_wait keeps it across an unlock).
+ * NULL only when out of memory. */
 static hold_comm_t *hold_comm(prophet_comm_t *c)
 {
-    for (int i = 0; i < hold_ncomms; i++)
-        if (hold_comms[i].c == c)
-            return &hold_comms[i];
-    if (hold_ncomms == HOLD_MAXCOMM)
+    unsigned b = hold_hash_ptr(c, HOLD_COMM_BUCKETS);
+    hold_comm_t *h;
+
+    for (h = hold_comms[b]; h; h = h->next)
+        if (h->c == c)
+            return h;
+    if (!(h = calloc(1, sizeof(*h))))
         return NULL;
-    hold_comms[hold_ncomms] = (hold_comm_t){.c = c};
-    return &hold_comms[hold_ncomms++];
+    h->c = c;
+    h->next = hold_comms[b];
+    hold_comms[b] = h;
+    h->all_next = hold_comm_all;
+    hold_comm_all = h;
+    return h;
 }
 
 static int hold_gen_before(uint32_t a, uint32_t b) /* a <= b, wrap-safe */
@@ -176,7 +220,8 @@ static int hold_is_released(const hold_dep_t *d)
     return !hold_is_open(d);
 }
 
-/* Adds (c, g) keeping the highest generation per comm. -1 when the set is full. */
+/* Adds (c, g) keeping the highest generation per comm; the set grows as needed. -1 only when out
+ * of memory. */
 static int hold_dep_add(hold_depset_t *s, prophet_comm_t *c, uint32_t g)
 {
     for (int i = 0; i < s->n; i++)
@@ -185,8 +230,14 @@ static int hold_dep_add(hold_depset_t *s, prophet_comm_t *c, uint32_t g)
                 s->d[i].gen = g;
             return 0;
         }
-    if (s->n == HOLD_MAXDEP)
-        return -1;
+    if (s->n == s->cap) {
+        int cap = s->cap ? 2 * s->cap : 4;
+        hold_dep_t *d = realloc(s->d, (size_t)cap * sizeof(*d));
+        if (!d)
+            return -1;
+        s->d = d;
+        s->cap = cap;
+    }
     s->d[s->n++] = (hold_dep_t){c, g};
     if (atomic_load_explicit(&hold_dep_comm, memory_order_relaxed) != c &&
         !atomic_compare_exchange_strong(&hold_dep_comm, &(prophet_comm_t *){NULL}, c))
@@ -197,6 +248,23 @@ static int hold_dep_add(hold_depset_t *s, prophet_comm_t *c, uint32_t g)
 static void hold_dep_del(hold_depset_t *s, int i)
 {
     s->d[i] = s->d[--s->n];
+}
+
+/* *dst = a copy of *src (dst's own storage reused). -1 when out of memory (dst then holds what
+ * fitted: callers make the dependency real instead). */
+static int hold_depset_copy(hold_depset_t *dst, const hold_depset_t *src)
+{
+    dst->n = 0;
+    for (int i = 0; i < src->n; i++)
+        if (hold_dep_add(dst, src->d[i].c, src->d[i].gen) != 0)
+            return -1;
+    return 0;
+}
+
+static void hold_depset_free(hold_depset_t *s)
+{
+    free(s->d);
+    *s = (hold_depset_t){0};
 }
 
 static int hold_dep_has_open(const hold_depset_t *s)
@@ -256,6 +324,7 @@ static void hold_shadow_unref(hold_shadow_t *sh)
 {
     if (sh && --sh->refs == 0) {
         hold_event_put(sh->ev); /* waits already issued keep referring to the old record */
+        hold_depset_free(&sh->taint);
         free(sh);
     }
 }
@@ -458,6 +527,8 @@ static void hold_rec_free(hold_rec_t *r)
             break;
         }
     hold_nlive_recs--;
+    hold_depset_free(&r->deps);
+    hold_depset_free(&r->taint);
     free(r);
 }
 
@@ -556,18 +627,12 @@ static CUresult hold_materialise(hold_stream_t *h)
 
 /* ---- releases requested by the wrappers ----------------------------------------------------- */
 
-/* The open blocks among `s`. Called locked. */
-static int hold_collect_open(const hold_depset_t *s, hold_dep_t *out, int n)
+/* Adds the open blocks among `s` to `out` (one per comm). Called locked. */
+static void hold_collect_open(const hold_depset_t *s, hold_depset_t *out)
 {
     for (int i = 0; i < s->n; i++)
-        if (hold_is_open(&s->d[i]) && n < HOLD_MAXCOMM) {
-            int dup = 0;
-            for (int k = 0; k < n; k++)
-                dup |= out[k].c == s->d[i].c;
-            if (!dup)
-                out[n++] = s->d[i];
-        }
-    return n;
+        if (hold_is_open(&s->d[i]) && hold_dep_add(out, s->d[i].c, s->d[i].gen) != 0)
+            prophet_msg(PROPHET_LOG_WARN, "out of memory collecting the held blocks to release");
 }
 
 /* Makes sure every block in `open` is released: by this thread at this program-order point when
@@ -627,7 +692,7 @@ static void hold_release_or_wait(hold_dep_t *open, int n)
 
 static int hold_skip(void)
 {
-    return !prophet_hold_armed() || prophet_hold_inside();
+    return !prophet_hold_armed() || prophet_hold_inside() || hold_forked;
 }
 
 /* Interprocess events (the section at the end of this file). */
@@ -661,7 +726,7 @@ int prophet_hold_event_record(CUevent e, CUstream s, int ptsz, CUresult *rc)
     }
     if (h->vdeps.n == 0) {
         if (h->taint.n > 0 && (r = r ? r : hold_rec_get(e)) != NULL)
-            r->taint = h->taint; /* a real record behind a gate on an open block */
+            (void)hold_depset_copy(&r->taint, &h->taint); /* a real record behind a gate */
         if (r)
             hold_rec_settle(r);
         goto out;
@@ -671,8 +736,12 @@ int prophet_hold_event_record(CUevent e, CUstream s, int ptsz, CUresult *rc)
         goto out;
     }
     /* virtual: nothing reaches the driver (but the stream's real prefix, unless covered) */
-    r->deps = h->vdeps;
-    r->taint = h->taint;
+    if (hold_depset_copy(&r->deps, &h->vdeps) || hold_depset_copy(&r->taint, &h->taint)) {
+        r->deps.n = 0;
+        hold_materialise(h); /* out of memory: make it real */
+        hold_rec_settle(r);
+        goto out;
+    }
     r->s = h;
     r->sh = NULL;
     if (!hold_covered(h)) {
@@ -683,7 +752,7 @@ int prophet_hold_event_record(CUevent e, CUstream s, int ptsz, CUresult *rc)
             if (sh && (sh->ev = hold_event_get()) != NULL &&
                 (r2 = prophet_cu.EventRecord(sh->ev, h->real)) == CUDA_SUCCESS) {
                 sh->refs = 1;
-                sh->taint = h->taint;
+                (void)hold_depset_copy(&sh->taint, &h->taint);
                 h->shadow = sh;
             } else {
                 if (sh && sh->ev)
@@ -772,6 +841,32 @@ out:
 
 static void hold_work(CUstream s, int ptsz, int may_release);
 
+/* ---- CUDA_DEVICE_MAX_CONNECTIONS=1 ----------------------------------------------------------
+ * Every stream's work then goes through one hardware queue in issue order: a GPU gate on an open
+ * block (cuStreamWaitValue32) blocks everything issued after it, the block's own launch on X
+ * included, which is issued only at its release: a deadlock (preload.hold_one_queue). With one
+ * connection, real work on a stream behind an open block releases that block first (by its
+ * issuing thread at this program-order point; another thread waits on the host for it, as a host
+ * synchronisation does); the gate then waits for a released block, whose launch is ahead of it
+ * in the queue. */
+static int hold_one_queue(void)
+{
+    static int v = -1;
+
+    if (v < 0) {
+        const char *e = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+        v = e && atoi(e) == 1;
+    }
+    return v;
+}
+
+/* Adds the open blocks h is virtually behind to `out` when one hardware queue is all there is. */
+static void hold_one_queue_collect(const hold_stream_t *h, hold_depset_t *out)
+{
+    if (hold_one_queue())
+        hold_collect_open(&h->vdeps, out);
+}
+
 void prophet_hold_stream_work(CUstream s, int ptsz)
 {
     if (hold_skip())
@@ -795,11 +890,10 @@ void prophet_hold_forward_work(CUstream s, int ptsz)
  * no host synchronisation of another thread waits for it (Horovod's copy-out after the call). */
 static void hold_work(CUstream s, int ptsz, int may_release)
 {
-    hold_dep_t dead[HOLD_MAXCOMM];
+    hold_depset_t dead = {0};
     hold_stream_t *h;
-    int n = 0;
 
-    if (!prophet_hold_armed())
+    if (!prophet_hold_armed() || hold_forked)
         return;
     HOLD_LOCK();
     if ((h = hold_stream(s, ptsz)) != NULL) {
@@ -807,16 +901,19 @@ static void hold_work(CUstream s, int ptsz, int may_release)
             hold_comm_t *hc = hold_comm(h->vdeps.d[i].c);
             if (hc && hold_is_open(&h->vdeps.d[i]) && hc->stream == h->key &&
                 pthread_equal(hc->owner, pthread_self()))
-                dead[n++] = h->vdeps.d[i];
+                hold_dep_add(&dead, h->vdeps.d[i].c, h->vdeps.d[i].gen);
         }
-        if (n)
-            hold_release_or_wait(dead, n);
+        if (may_release)
+            hold_one_queue_collect(h, &dead);
+        if (dead.n)
+            hold_release_or_wait(dead.d, dead.n);
         hold_stream_prune(h);
         hold_materialise(h);
         hold_stream_touched(h);
     }
     hold_rearm();
     HOLD_UNLOCK();
+    hold_depset_free(&dead);
 }
 
 int prophet_hold_event_query(CUevent e, CUresult *rc)
@@ -877,61 +974,61 @@ int prophet_hold_event_elapsed(CUevent a, CUevent b, CUresult *rc)
 
 void prophet_hold_event_sync(CUevent e)
 {
-    hold_dep_t open[HOLD_MAXCOMM];
+    hold_depset_t open = {0};
     hold_rec_t *r;
-    int n = 0;
 
     if (hold_skip())
         return;
     HOLD_LOCK();
     if ((r = hold_rec_find(e)) != NULL) {
-        n = hold_collect_open(&r->deps, open, 0);
-        n = hold_collect_open(&r->taint, open, n);
+        hold_collect_open(&r->deps, &open);
+        hold_collect_open(&r->taint, &open);
     }
-    hold_release_or_wait(open, n);
+    hold_release_or_wait(open.d, open.n);
     /* released: the record was issued on X (or its stream); nothing else to do */
     hold_rearm();
     HOLD_UNLOCK();
+    hold_depset_free(&open);
 }
 
 void prophet_hold_stream_sync(CUstream s, int ptsz)
 {
-    hold_dep_t open[HOLD_MAXCOMM];
+    hold_depset_t open = {0};
     hold_stream_t *h;
-    int n = 0;
 
     if (hold_skip())
         return;
     HOLD_LOCK();
     if ((h = hold_stream(s, ptsz)) != NULL) {
-        n = hold_collect_open(&h->vdeps, open, 0);
-        n = hold_collect_open(&h->taint, open, n);
-        hold_release_or_wait(open, n);
+        hold_collect_open(&h->vdeps, &open);
+        hold_collect_open(&h->taint, &open);
+        hold_release_or_wait(open.d, open.n);
         hold_stream_prune(h);
         hold_materialise(h); /* the host waits for what the stream is behind */
     }
     hold_rearm();
     HOLD_UNLOCK();
+    hold_depset_free(&open);
 }
 
 void prophet_hold_ctx_sync(void)
 {
-    hold_dep_t open[HOLD_MAXCOMM];
-    int n = 0;
+    hold_depset_t open = {0};
 
     if (hold_skip())
         return;
     HOLD_LOCK();
-    for (int i = 0; i < hold_ncomms; i++)
-        if (hold_comms[i].open_gen && n < HOLD_MAXCOMM)
-            open[n++] = (hold_dep_t){hold_comms[i].c, hold_comms[i].open_gen};
-    hold_release_or_wait(open, n);
+    for (hold_comm_t *hc = hold_comm_all; hc; hc = hc->all_next)
+        if (hc->open_gen && hold_dep_add(&open, hc->c, hc->open_gen) != 0)
+            prophet_msg(PROPHET_LOG_WARN, "out of memory collecting the held blocks to release");
+    hold_release_or_wait(open.d, open.n);
     /* every block is released: the context synchronisation waits for X and the records on it */
     for (int b = 0; hold_nlive_streams > 0 && b < HOLD_STREAM_BUCKETS; b++)
         for (hold_stream_t *h = hold_streams[b]; h; h = h->next)
             hold_stream_prune(h);
     hold_rearm();
     HOLD_UNLOCK();
+    hold_depset_free(&open);
 }
 
 int prophet_hold_event_destroy(CUevent e, CUresult *rc)
@@ -958,9 +1055,8 @@ int prophet_hold_event_destroy(CUevent e, CUresult *rc)
 
 int prophet_hold_stream_destroy(CUstream s, CUresult *rc)
 {
-    hold_dep_t open[HOLD_MAXCOMM];
+    hold_depset_t open = {0};
     hold_stream_t *h;
-    int n;
 
     (void)rc;
     if (hold_skip())
@@ -968,9 +1064,9 @@ int prophet_hold_stream_destroy(CUstream s, CUresult *rc)
     HOLD_LOCK();
     if ((h = hold_stream_lookup(s)) != NULL && !h->legacy) {
         /* its virtual records must reach the GPU before it goes: like a synchronisation */
-        n = hold_collect_open(&h->vdeps, open, 0);
-        n = hold_collect_open(&h->taint, open, n);
-        hold_release_or_wait(open, n);
+        hold_collect_open(&h->vdeps, &open);
+        hold_collect_open(&h->taint, &open);
+        hold_release_or_wait(open.d, open.n);
         hold_materialise(h);
         for (hold_rec_t *r = hold_virt_head, *nx; r; r = nx) {
             nx = r->vnext;
@@ -987,6 +1083,7 @@ int prophet_hold_stream_destroy(CUstream s, CUresult *rc)
     }
     hold_rearm();
     HOLD_UNLOCK();
+    hold_depset_free(&open);
     return 0;
 }
 
@@ -994,8 +1091,9 @@ void prophet_hold_stream_created(CUstream s, unsigned flags)
 {
     hold_stream_t *h;
 
-    if (!s || prophet_hold_inside())
+    if (!s || prophet_hold_inside() || hold_forked)
         return;
+    hold_fork_guard(); /* the lock is taken here before anything is held */
     HOLD_LOCK();
     if ((h = hold_stream_lookup(s)) != NULL || (h = hold_stream_new(s, s, 0, 0)) != NULL) {
         h->blocking = !(flags & CU_STREAM_NON_BLOCKING);
@@ -1013,23 +1111,22 @@ void prophet_hold_stream_created(CUstream s, unsigned flags)
  * member never depends on an open block (no cycle between communicators). */
 void prophet_hold_before_call(prophet_comm_t *c, CUstream st)
 {
-    hold_dep_t open[HOLD_MAXCOMM];
+    hold_depset_t open = {0};
     hold_stream_t *h;
     prophet_comm_t *only = atomic_load(&hold_dep_comm);
-    int n = 0;
 
     /* nothing of another communicator was ever held: st cannot be behind one */
-    if (!prophet_hold_armed() || only == NULL || only == c)
+    if (!prophet_hold_armed() || only == NULL || only == c || hold_forked)
         return;
     HOLD_LOCK();
     if ((h = hold_stream(st, 0)) != NULL) {
         for (int i = 0; i < h->vdeps.n; i++)
             if (h->vdeps.d[i].c != c && hold_is_open(&h->vdeps.d[i]))
-                open[n++] = h->vdeps.d[i];
+                hold_dep_add(&open, h->vdeps.d[i].c, h->vdeps.d[i].gen);
         for (int i = 0; i < h->taint.n; i++)
             if (h->taint.d[i].c != c && hold_is_open(&h->taint.d[i]))
-                open[n++] = h->taint.d[i];
-        hold_release_or_wait(open, n);
+                hold_dep_add(&open, h->taint.d[i].c, h->taint.d[i].gen);
+        hold_release_or_wait(open.d, open.n);
         /* dependencies on other communicators' (released) blocks become real now */
         int other = 0;
         for (int i = 0; i < h->vdeps.n; i++)
@@ -1045,11 +1142,15 @@ void prophet_hold_before_call(prophet_comm_t *c, CUstream st)
                         hold_dep_del(&h->vdeps, i);
             });
             hold_materialise(h);
-            HOLD_STREAM_CHANGE(h, h->vdeps = mine);
+            HOLD_STREAM_CHANGE(h, {
+                hold_depset_free(&h->vdeps);
+                h->vdeps = mine;
+            });
         }
     }
     hold_rearm();
     HOLD_UNLOCK();
+    hold_depset_free(&open);
 }
 
 /* Rule 7: may a call on st join c's open block (generation gen)? Not when st is materially
@@ -1060,7 +1161,7 @@ int prophet_hold_may_join(prophet_comm_t *c, CUstream st, uint32_t gen)
     int legacy, perthread, ok = 1;
     hold_stream_t *h;
 
-    if (!atomic_load(&hold_any_taint)) /* no stream is materially behind an open block */
+    if (!atomic_load(&hold_any_taint) || hold_forked) /* no stream materially behind a block */
         return 1;
     HOLD_LOCK();
     hold_stream_norm(st, 0, &key, &real, &legacy, &perthread);
@@ -1081,6 +1182,9 @@ void prophet_hold_call_held(prophet_comm_t *c, CUstream st, uint32_t gen)
     hold_comm_t *hc;
     hold_stream_t *h;
 
+    if (hold_forked)
+        return;
+    hold_fork_guard();
     HOLD_LOCK();
     hc = hold_comm(c);
     h = hold_stream(st, 0);
@@ -1093,8 +1197,8 @@ void prophet_hold_call_held(prophet_comm_t *c, CUstream st, uint32_t gen)
     if (h) {
         HOLD_STREAM_CHANGE(h, {
             if (hold_dep_add(&h->vdeps, c, gen) != 0)
-                prophet_msg(PROPHET_LOG_WARN, "stream behind more than %d communicators",
-                            HOLD_MAXDEP);
+                prophet_msg(PROPHET_LOG_WARN, "out of memory: a held call's stream is not "
+                                              "tracked behind it");
         });
         hold_stream_touched(h);
         h->cover_c = c;
@@ -1210,8 +1314,9 @@ void prophet_hold_ipc_event(CUevent e)
 {
     hold_ipc_t **p, *x;
 
-    if (!e)
+    if (!e || hold_forked) /* a forked child's engine is off: every record real */
         return;
+    hold_fork_guard();
     pthread_mutex_lock(&hold_ipc_lock);
     p = hold_ipc_slot(e);
     if (!*p) {
@@ -1232,6 +1337,8 @@ void prophet_hold_ipc_forget(CUevent e)
 {
     hold_ipc_t **p, *x;
 
+    if (hold_forked)
+        return;
     pthread_mutex_lock(&hold_ipc_lock);
     p = hold_ipc_slot(e);
     if ((x = *p) != NULL) {
@@ -1256,22 +1363,18 @@ static int hold_ipc_has(CUevent e)
     return has;
 }
 
-/* The open blocks among `s` that this thread issued (it may release them). Called locked. */
-static int hold_collect_own(const hold_depset_t *s, hold_dep_t *out, int n)
+/* Adds the open blocks among `s` that this thread issued (it may release them) to `out`. Called
+ * locked. */
+static void hold_collect_own(const hold_depset_t *s, hold_depset_t *out)
 {
     pthread_t self = pthread_self();
 
     for (int i = 0; i < s->n; i++) {
         hold_comm_t *hc = hold_comm(s->d[i].c);
-        int dup = 0;
-        if (!hc || !hold_is_open(&s->d[i]) || !pthread_equal(hc->owner, self) || n == HOLD_MAXCOMM)
-            continue;
-        for (int k = 0; k < n; k++)
-            dup |= out[k].c == s->d[i].c;
-        if (!dup)
-            out[n++] = s->d[i];
+        if (hc && hold_is_open(&s->d[i]) && pthread_equal(hc->owner, self) &&
+            hold_dep_add(out, s->d[i].c, s->d[i].gen) != 0)
+            prophet_msg(PROPHET_LOG_WARN, "out of memory collecting the held blocks to release");
     }
-    return n;
 }
 
 /* A record of interprocess event e on h (engine lock held; the driver records e after it). The
@@ -1283,18 +1386,18 @@ static int hold_collect_own(const hold_depset_t *s, hold_dep_t *out, int n)
  * record), and the record is real, behind them. */
 static void hold_ipc_record(hold_stream_t *h, CUevent e)
 {
-    hold_dep_t own[HOLD_MAXCOMM];
+    hold_depset_t own = {0};
     hold_rec_t *r;
-    int n;
 
-    n = hold_collect_own(&h->vdeps, own, 0);
-    n = hold_collect_own(&h->taint, own, n);
-    hold_release_or_wait(own, n); /* drops the engine lock around each release */
+    hold_collect_own(&h->vdeps, &own);
+    hold_collect_own(&h->taint, &own);
+    hold_release_or_wait(own.d, own.n); /* drops the engine lock around each release */
+    hold_depset_free(&own);
     hold_stream_prune(h);
     hold_materialise(h);
     r = hold_rec_find(e);
     if (h->taint.n > 0 && (r || (r = hold_rec_get(e)) != NULL))
-        r->taint = h->taint; /* a real record behind a gate on an open block */
+        (void)hold_depset_copy(&r->taint, &h->taint); /* a real record behind a gate */
     else if (r)
         hold_rec_settle(r);
 }
@@ -1302,9 +1405,8 @@ static void hold_ipc_record(hold_stream_t *h, CUevent e)
 void prophet_hold_ipc_export(CUevent e)
 {
     static atomic_int warned;
-    hold_dep_t own[HOLD_MAXCOMM];
+    hold_depset_t own = {0};
     hold_rec_t *r;
-    int n;
 
     if (hold_skip())
         return;
@@ -1312,9 +1414,10 @@ void prophet_hold_ipc_export(CUevent e)
     r = hold_rec_find(e);
     if (r && r->virt) {
         /* made real as at its record (above): its own blocks released, then behind gates */
-        n = hold_collect_own(&r->deps, own, 0);
-        n = hold_collect_own(&r->taint, own, n);
-        hold_release_or_wait(own, n); /* a release issues it on X when nothing else holds it */
+        hold_collect_own(&r->deps, &own);
+        hold_collect_own(&r->taint, &own);
+        hold_release_or_wait(own.d, own.n); /* a release issues it on X when nothing else does */
+        hold_depset_free(&own);
         if ((r = hold_rec_find(e)) != NULL && r->virt) {
             prophet_hold_enter();
             hold_rec_issue_on_stream(r);
@@ -1329,6 +1432,38 @@ void prophet_hold_ipc_export(CUevent e)
                         "again",
                         (void *)e);
     }
+    hold_rearm();
+    HOLD_UNLOCK();
+}
+
+/* ---- issue 37, item 3: context-wide records and waits, graph event nodes, events recorded by
+ * launches, EXTERNAL flags (cuda_hold.h) ------------------------------------------------------ */
+
+static CUevent *hold_graph_events; /* every event named by a graph event node (never shrinks) */
+static int hold_graph_nevents, hold_graph_cap;
+
+/* Makes e's record real (locked; drops the lock around releases). */
+static void hold_event_make_real_locked(CUevent e)
+{
+    hold_depset_t open = {0};
+    hold_rec_t *r = hold_rec_find(e);
+
+    if (!r || (!r->virt && r->taint.n == 0))
+        return;
+    hold_collect_open(&r->deps, &open);
+    hold_collect_open(&r->taint, &open);
+    hold_release_or_wait(open.d, open.n); /* the releases issue the record (on X) */
+    hold_depset_free(&open);
+    if ((r = hold_rec_find(e)) != NULL && r->virt)
+        hold_materialise(r->s); /* not issued by a release: behind gates on its own stream */
+}
+
+void prophet_hold_event_make_real(CUevent e)
+{
+    if (hold_skip())
+        return;
+    HOLD_LOCK();
+    hold_event_make_real_locked(e);
     hold_rearm();
     HOLD_UNLOCK();
 }
@@ -1451,4 +1586,116 @@ int prophet_hold_block_poisoned(prophet_comm_t *c, uint32_t gen)
                 (unsigned long)c->id, gen, prophet_cuda_errstr(rc));
     prophet_hold_block_released(c, gen, PROPHET_HOLD_DROPPED);
     return -1;
+}
+
+/* Waits on the host until every block in s has completed on the GPU. */
+static void hold_wait_complete(const hold_depset_t *s)
+{
+    long ns = 20 * 1000;
+
+    for (int i = 0; i < s->n; i++)
+        while (!hold_complete(&s->d[i])) {
+            struct timespec ts = {0, ns};
+            nanosleep(&ts, NULL);
+            ns = ns < 1000 * 1000 ? 2 * ns : ns;
+        }
+}
+
+void prophet_hold_ctx_record(CUevent e)
+{
+    hold_depset_t done = {0};
+    hold_rec_t *r;
+
+    if (hold_skip())
+        return;
+    prophet_hold_ctx_sync(); /* every open block released (by its thread; others waited for) */
+    HOLD_LOCK();
+    for (hold_comm_t *hc = hold_comm_all; hc; hc = hc->all_next)
+        if (hc->released && !hold_complete(&(hold_dep_t){hc->c, hc->released}))
+            hold_dep_add(&done, hc->c, hc->released);
+    /* records still virtual (a release that could not issue them): behind gates on their stream */
+    while (hold_virt_head) {
+        hold_rec_t *v = hold_virt_head;
+        hold_materialise(v->s);
+        if (hold_virt_head == v) /* not issued (out of memory): do not spin */
+            break;
+    }
+    if ((r = hold_rec_find(e)) != NULL) { /* the driver's record replaces it */
+        hold_rec_unvirt(r);
+        r->taint.n = 0;
+        hold_rec_settle(r);
+    }
+    hold_rearm();
+    HOLD_UNLOCK();
+    hold_wait_complete(&done); /* the context's record must cover the all-reduces run on X */
+    hold_depset_free(&done);
+}
+
+void prophet_hold_graph_event(CUevent e)
+{
+    if (!e || hold_forked || prophet_hold_inside())
+        return;
+    hold_fork_guard();
+    HOLD_LOCK();
+    int known = 0;
+    for (int i = 0; i < hold_graph_nevents && !known; i++)
+        known = hold_graph_events[i] == e;
+    if (!known && hold_graph_nevents == hold_graph_cap) {
+        int cap = hold_graph_cap ? 2 * hold_graph_cap : 16;
+        CUevent *p = realloc(hold_graph_events, (size_t)cap * sizeof(*p));
+        if (p) {
+            hold_graph_events = p;
+            hold_graph_cap = cap;
+        }
+    }
+    if (!known && hold_graph_nevents < hold_graph_cap)
+        hold_graph_events[hold_graph_nevents++] = e;
+    else if (!known)
+        prophet_msg(PROPHET_LOG_WARN, "out of memory: a graph's event node is not tracked");
+    HOLD_UNLOCK();
+}
+
+void prophet_hold_graph_launch(CUstream s, int ptsz)
+{
+    if (hold_skip())
+        return;
+    HOLD_LOCK();
+    for (int i = 0; i < hold_graph_nevents; i++) /* the lock is dropped inside: index, re-read */
+        hold_event_make_real_locked(hold_graph_events[i]);
+    hold_rearm();
+    HOLD_UNLOCK();
+    hold_work(s, ptsz, 1);
+}
+
+void prophet_hold_event_recorded(CUevent e, CUstream s, int ptsz)
+{
+    hold_stream_t *h;
+    hold_rec_t *r;
+
+    if (!e || hold_skip())
+        return;
+    HOLD_LOCK();
+    h = hold_stream(s, ptsz);
+    if ((r = hold_rec_find(e)) != NULL) { /* replaced by the launch's record */
+        hold_rec_unvirt(r);
+        r->taint.n = 0;
+    }
+    if (h && h->taint.n > 0 && (r = r ? r : hold_rec_get(e)) != NULL)
+        (void)hold_depset_copy(&r->taint, &h->taint); /* behind a gate on an open block */
+    if (r)
+        hold_rec_settle(r);
+    hold_rearm();
+    HOLD_UNLOCK();
+}
+
+void prophet_hold_record_external(CUevent e, CUstream s, int ptsz)
+{
+    (void)e; /* a graph event already (cuda_hooks.c, FIRST_RECORD) */
+    if (!hold_skip())
+        hold_work(s, ptsz, 1);
+}
+
+void prophet_hold_wait_external(CUevent e)
+{
+    prophet_hold_event_make_real(e); /* a graph event already (cuda_hooks.c, FIRST_WAIT) */
 }

@@ -107,6 +107,29 @@ static inline void prophet_hold_event_destroying(CUevent e)
 /* cuIpcGetEventHandle(e), before the driver: a virtual last record of e (its creation with the
  * flag was not seen) is made real first, with one WARN. */
 void prophet_hold_ipc_export(CUevent e);
+/* ---- issue 37, item 3 (docs/completion-holding.md, the entry point table) ---------------------
+ * e's record made real: the blocks it is behind are released at this program-order point (by
+ * their issuing thread; another thread waits), then it is issued (a context-wide wait on it,
+ * cuCtxWaitEvent / cuGreenCtxWaitEvent, or an EXTERNAL wait, then sees a real record). */
+void prophet_hold_event_make_real(CUevent e);
+/* cuCtxRecordEvent / cuGreenCtxRecordEvent: every open block is released and the host waits until
+ * every released block has completed on the GPU (its all-reduce ran on the internal stream, which
+ * a context's or green context's record does not cover); e's earlier record is forgotten. */
+void prophet_hold_ctx_record(CUevent e);
+/* e is used by a graph event record or wait node (told whether or not anything is held). */
+void prophet_hold_graph_event(CUevent e);
+/* cuGraphLaunch on s: every graph event's virtual record is made real first (a wait node waits on
+ * the event's record as it is at launch, a record node replaces it), then real work on s. */
+void prophet_hold_graph_launch(CUstream s, int ptsz);
+/* e was recorded for real on s by a launch (cuLaunchKernelEx's PROGRAMMATIC_EVENT and
+ * LAUNCH_COMPLETION_EVENT attributes): its earlier record, virtual or not, is replaced. */
+void prophet_hold_event_recorded(CUevent e, CUstream s, int ptsz);
+/* CU_EVENT_RECORD_EXTERNAL (a record node in a captured graph): s is materialised first, so that
+ * the record stays real and keeps its flag (the wrapper told e as a graph event). */
+void prophet_hold_record_external(CUevent e, CUstream s, int ptsz);
+/* CU_EVENT_WAIT_EXTERNAL (a wait node in a captured graph): e's record is made real first, so
+ * that the driver's wait keeps its flag (the wrapper told e as a graph event). */
+void prophet_hold_wait_external(CUevent e);
 
 /* ---- the scheduler's side (schedule.c, release.c, comm_life.c, interpose_*.c) -------------
  * A held block is named (comm, generation its release writes into the comm's gate word); the

@@ -30,7 +30,10 @@
 #define PROPHET_CUDA_HOOK_UNDEF /* the wrappers define cuda.h's renamed names themselves */
 #include "cuda_hook_table.h"
 
-#define PROPHET_CUHOOK_DECLARE(sym, proc, kind, ptsz, cur, params, args, a, b)                     \
+/* the deprecated launches (cuLaunch, cuLaunchGrid, ...) are wrapped too */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+#define PROPHET_CUHOOK_DECLARE(sym, proc, kind, ptsz, cur, params, args, a, b, c)                  \
     typedef CUresult(*prophet_cuhook_fn_##sym) params;                                             \
     PROPHET_EXPORT CUresult sym params;
 PROPHET_CUDA_HOOKS(PROPHET_CUHOOK_DECLARE)
@@ -199,37 +202,56 @@ static void *prophet_cuhook_procaddr(const char *symbol, void *p, int version, c
 
 /* ---- what each kind asks the engine (cuda_hold.h) --------------------------------------------
  * PRE: 1 when the engine handled the call (*rcp is the result); POST: after the driver call;
- * POST_ALWAYS: POST runs on the fast path too. */
-#define PROPHET_CUHOOK_PRE_RECORD(ptsz, a, b, rcp)                                                 \
-    prophet_hold_event_record((a), (b), (ptsz), (rcp))
-#define PROPHET_CUHOOK_PRE_WAIT(ptsz, a, b, rcp)                                                   \
-    prophet_hold_stream_wait_event((a), (b), (ptsz), (rcp))
-#define PROPHET_CUHOOK_PRE_WORK(ptsz, a, b, rcp) (prophet_hold_stream_work((a), (ptsz)), 0)
+ * POST_ALWAYS: POST runs on the fast path too. a, b, c: the row's arguments (cuda_hook_table.h). */
+#define PROPHET_CUHOOK_PRE_RECORD(ptsz, a, b, c, rcp)                                              \
+    ((((c)&CU_EVENT_RECORD_EXTERNAL) ? prophet_hold_record_external((a), (b), (ptsz)) : (void)0),  \
+     prophet_hold_event_record((a), (b), (ptsz), (rcp)))
+#define PROPHET_CUHOOK_PRE_WAIT(ptsz, a, b, c, rcp)                                                \
+    ((((c)&CU_EVENT_WAIT_EXTERNAL) ? prophet_hold_wait_external(b) : (void)0),                     \
+     prophet_hold_stream_wait_event((a), (b), (ptsz), (rcp)))
+#define PROPHET_CUHOOK_PRE_WORK(ptsz, a, b, c, rcp) (prophet_hold_stream_work((a), (ptsz)), 0)
 #define PROPHET_CUHOOK_PRE_CAPTURE_BEGIN PROPHET_CUHOOK_PRE_WORK
-#define PROPHET_CUHOOK_PRE_SYNC_WORK(ptsz, a, b, rcp)                                              \
+#define PROPHET_CUHOOK_PRE_LAUNCH_EX PROPHET_CUHOOK_PRE_WORK
+#define PROPHET_CUHOOK_PRE_MULTI_WORK(ptsz, a, b, c, rcp) (prophet_cuhook_multi_work((a), (b)), 0)
+#define PROPHET_CUHOOK_PRE_GRAPH_LAUNCH(ptsz, a, b, c, rcp)                                        \
+    (prophet_hold_graph_launch((a), (ptsz)), 0)
+#define PROPHET_CUHOOK_PRE_SYNC_WORK(ptsz, a, b, c, rcp)                                           \
     (prophet_hold_stream_work(NULL, (ptsz)), prophet_hold_stream_sync(NULL, (ptsz)), 0)
-#define PROPHET_CUHOOK_PRE_EVENT_QUERY(ptsz, a, b, rcp) prophet_hold_event_query((a), (rcp))
-#define PROPHET_CUHOOK_PRE_STREAM_QUERY(ptsz, a, b, rcp)                                           \
+#define PROPHET_CUHOOK_PRE_EVENT_QUERY(ptsz, a, b, c, rcp) prophet_hold_event_query((a), (rcp))
+#define PROPHET_CUHOOK_PRE_STREAM_QUERY(ptsz, a, b, c, rcp)                                        \
     prophet_hold_stream_query((a), (ptsz), (rcp))
-#define PROPHET_CUHOOK_PRE_ELAPSED(ptsz, a, b, rcp) prophet_hold_event_elapsed((a), (b), (rcp))
-#define PROPHET_CUHOOK_PRE_EVENT_SYNC(ptsz, a, b, rcp) (prophet_hold_event_sync(a), 0)
-#define PROPHET_CUHOOK_PRE_STREAM_SYNC(ptsz, a, b, rcp) (prophet_hold_stream_sync((a), (ptsz)), 0)
-#define PROPHET_CUHOOK_PRE_CTX_SYNC(ptsz, a, b, rcp) (prophet_hold_ctx_sync(), 0)
-#define PROPHET_CUHOOK_PRE_EVENT_DESTROY(ptsz, a, b, rcp) prophet_hold_event_destroy((a), (rcp))
-#define PROPHET_CUHOOK_PRE_STREAM_DESTROY(ptsz, a, b, rcp) prophet_hold_stream_destroy((a), (rcp))
-#define PROPHET_CUHOOK_PRE_STREAM_CREATE(ptsz, a, b, rcp) 0
-#define PROPHET_CUHOOK_PRE_OTHER(ptsz, a, b, rcp) 0
-#define PROPHET_CUHOOK_PRE_EVENT_CREATE(ptsz, a, b, rcp) 0
-#define PROPHET_CUHOOK_PRE_IPC_OPEN_EVENT(ptsz, a, b, rcp) 0
-#define PROPHET_CUHOOK_PRE_IPC_GET_EVENT(ptsz, a, b, rcp) (prophet_hold_ipc_export(a), 0)
+#define PROPHET_CUHOOK_PRE_ELAPSED(ptsz, a, b, c, rcp) prophet_hold_event_elapsed((a), (b), (rcp))
+#define PROPHET_CUHOOK_PRE_EVENT_SYNC(ptsz, a, b, c, rcp) (prophet_hold_event_sync(a), 0)
+#define PROPHET_CUHOOK_PRE_STREAM_SYNC(ptsz, a, b, c, rcp)                                         \
+    (prophet_hold_stream_sync((a), (ptsz)), 0)
+#define PROPHET_CUHOOK_PRE_CTX_SYNC(ptsz, a, b, c, rcp) (prophet_hold_ctx_sync(), 0)
+#define PROPHET_CUHOOK_PRE_CTX_RECORD(ptsz, a, b, c, rcp) (prophet_hold_ctx_record(a), 0)
+#define PROPHET_CUHOOK_PRE_CTX_WAIT(ptsz, a, b, c, rcp) (prophet_hold_event_make_real(a), 0)
+#define PROPHET_CUHOOK_PRE_EVENT_DESTROY(ptsz, a, b, c, rcp) prophet_hold_event_destroy((a), (rcp))
+#define PROPHET_CUHOOK_PRE_STREAM_DESTROY(ptsz, a, b, c, rcp)                                      \
+    prophet_hold_stream_destroy((a), (rcp))
+#define PROPHET_CUHOOK_PRE_STREAM_CREATE(ptsz, a, b, c, rcp) 0
+#define PROPHET_CUHOOK_PRE_GRAPH_EVENT(ptsz, a, b, c, rcp) 0
+#define PROPHET_CUHOOK_PRE_GRAPH_NODE(ptsz, a, b, c, rcp) 0
+#define PROPHET_CUHOOK_PRE_OTHER(ptsz, a, b, c, rcp) 0
+#define PROPHET_CUHOOK_PRE_EVENT_CREATE(ptsz, a, b, c, rcp) 0
+#define PROPHET_CUHOOK_PRE_IPC_OPEN_EVENT(ptsz, a, b, c, rcp) 0
+#define PROPHET_CUHOOK_PRE_IPC_GET_EVENT(ptsz, a, b, c, rcp) (prophet_hold_ipc_export(a), 0)
 
 /* FIRST: on every path, before anything else (a capture may begin: see prophet_capture_seen_; an
  * interprocess event's handle is forgotten before the driver may reuse it). */
-#define PROPHET_CUHOOK_FIRST_CAPTURE_BEGIN(...) prophet_capture_begun()
-#define PROPHET_CUHOOK_FIRST_NONE(...) ((void)0)
-#define PROPHET_CUHOOK_FIRST_RECORD PROPHET_CUHOOK_FIRST_NONE
-#define PROPHET_CUHOOK_FIRST_WAIT PROPHET_CUHOOK_FIRST_NONE
+#define PROPHET_CUHOOK_FIRST_CAPTURE_BEGIN(a, b, c) prophet_capture_begun()
+#define PROPHET_CUHOOK_FIRST_NONE(a, b, c) ((void)0)
+/* an EXTERNAL record or wait (an external event node when captured) names a graph event, whether
+ * or not anything is held (the graph may be launched while something is) */
+#define PROPHET_CUHOOK_FIRST_RECORD(a, b, c)                                                       \
+    (((c)&CU_EVENT_RECORD_EXTERNAL) ? prophet_hold_graph_event(a) : (void)0)
+#define PROPHET_CUHOOK_FIRST_WAIT(a, b, c)                                                         \
+    (((c)&CU_EVENT_WAIT_EXTERNAL) ? prophet_hold_graph_event(b) : (void)0)
 #define PROPHET_CUHOOK_FIRST_WORK PROPHET_CUHOOK_FIRST_NONE
+#define PROPHET_CUHOOK_FIRST_LAUNCH_EX PROPHET_CUHOOK_FIRST_NONE
+#define PROPHET_CUHOOK_FIRST_MULTI_WORK PROPHET_CUHOOK_FIRST_NONE
+#define PROPHET_CUHOOK_FIRST_GRAPH_LAUNCH PROPHET_CUHOOK_FIRST_NONE
 #define PROPHET_CUHOOK_FIRST_SYNC_WORK PROPHET_CUHOOK_FIRST_NONE
 #define PROPHET_CUHOOK_FIRST_EVENT_QUERY PROPHET_CUHOOK_FIRST_NONE
 #define PROPHET_CUHOOK_FIRST_STREAM_QUERY PROPHET_CUHOOK_FIRST_NONE
@@ -237,43 +259,68 @@ static void *prophet_cuhook_procaddr(const char *symbol, void *p, int version, c
 #define PROPHET_CUHOOK_FIRST_EVENT_SYNC PROPHET_CUHOOK_FIRST_NONE
 #define PROPHET_CUHOOK_FIRST_STREAM_SYNC PROPHET_CUHOOK_FIRST_NONE
 #define PROPHET_CUHOOK_FIRST_CTX_SYNC PROPHET_CUHOOK_FIRST_NONE
-#define PROPHET_CUHOOK_FIRST_EVENT_DESTROY(a, b) prophet_hold_event_destroying(a)
+#define PROPHET_CUHOOK_FIRST_CTX_RECORD PROPHET_CUHOOK_FIRST_NONE
+#define PROPHET_CUHOOK_FIRST_CTX_WAIT PROPHET_CUHOOK_FIRST_NONE
+#define PROPHET_CUHOOK_FIRST_EVENT_DESTROY(a, b, c) prophet_hold_event_destroying(a)
 #define PROPHET_CUHOOK_FIRST_STREAM_DESTROY PROPHET_CUHOOK_FIRST_NONE
 #define PROPHET_CUHOOK_FIRST_STREAM_CREATE PROPHET_CUHOOK_FIRST_NONE
+#define PROPHET_CUHOOK_FIRST_GRAPH_EVENT PROPHET_CUHOOK_FIRST_NONE
+#define PROPHET_CUHOOK_FIRST_GRAPH_NODE PROPHET_CUHOOK_FIRST_NONE
 #define PROPHET_CUHOOK_FIRST_OTHER PROPHET_CUHOOK_FIRST_NONE
 #define PROPHET_CUHOOK_FIRST_EVENT_CREATE PROPHET_CUHOOK_FIRST_NONE
 #define PROPHET_CUHOOK_FIRST_IPC_OPEN_EVENT PROPHET_CUHOOK_FIRST_NONE
 #define PROPHET_CUHOOK_FIRST_IPC_GET_EVENT PROPHET_CUHOOK_FIRST_NONE
 
 #define PROPHET_CUHOOK_POST_ALWAYS_STREAM_CREATE 1
-#define PROPHET_CUHOOK_POST_STREAM_CREATE(rc, a, b)                                                \
+#define PROPHET_CUHOOK_POST_STREAM_CREATE(rc, ptsz, a, b)                                          \
     do {                                                                                           \
         if ((rc) == CUDA_SUCCESS && (a))                                                           \
             prophet_hold_stream_created(*(a), (b));                                                \
     } while (0)
 /* interprocess events are told whether or not anything is held */
 #define PROPHET_CUHOOK_POST_ALWAYS_EVENT_CREATE 1
-#define PROPHET_CUHOOK_POST_EVENT_CREATE(rc, a, b)                                                 \
+#define PROPHET_CUHOOK_POST_EVENT_CREATE(rc, ptsz, a, b)                                           \
     do {                                                                                           \
         if ((rc) == CUDA_SUCCESS && (a))                                                           \
             prophet_hold_event_created(*(a), (b));                                                 \
     } while (0)
 #define PROPHET_CUHOOK_POST_ALWAYS_IPC_OPEN_EVENT 1
-#define PROPHET_CUHOOK_POST_IPC_OPEN_EVENT(rc, a, b)                                               \
+#define PROPHET_CUHOOK_POST_IPC_OPEN_EVENT(rc, ptsz, a, b)                                         \
     do {                                                                                           \
         if ((rc) == CUDA_SUCCESS && (a))                                                           \
             prophet_hold_ipc_event(*(a));                                                          \
     } while (0)
 #define PROPHET_CUHOOK_POST_ALWAYS_IPC_GET_EVENT 1
-#define PROPHET_CUHOOK_POST_IPC_GET_EVENT(rc, a, b)                                                \
+#define PROPHET_CUHOOK_POST_IPC_GET_EVENT(rc, ptsz, a, b)                                          \
     do {                                                                                           \
         if ((rc) == CUDA_SUCCESS)                                                                  \
             prophet_hold_ipc_event(a);                                                             \
     } while (0)
-#define PROPHET_CUHOOK_POST_NONE(rc, a, b) ((void)0)
+/* graph event nodes: told whether or not anything is held (a graph made before holding began may
+ * be launched while something is held) */
+#define PROPHET_CUHOOK_POST_ALWAYS_GRAPH_EVENT 1
+#define PROPHET_CUHOOK_POST_GRAPH_EVENT(rc, ptsz, a, b)                                            \
+    do {                                                                                           \
+        if ((rc) == CUDA_SUCCESS)                                                                  \
+            prophet_hold_graph_event(a);                                                           \
+    } while (0)
+#define PROPHET_CUHOOK_POST_ALWAYS_GRAPH_NODE 1
+#define PROPHET_CUHOOK_POST_GRAPH_NODE(rc, ptsz, a, b)                                             \
+    do {                                                                                           \
+        if ((rc) == CUDA_SUCCESS)                                                                  \
+            prophet_cuhook_graph_node(a);                                                          \
+    } while (0)
+#define PROPHET_CUHOOK_POST_LAUNCH_EX(rc, ptsz, a, b)                                              \
+    do {                                                                                           \
+        if ((rc) == CUDA_SUCCESS)                                                                  \
+            prophet_cuhook_launch_events((b), (ptsz));                                             \
+    } while (0)
+#define PROPHET_CUHOOK_POST_NONE(rc, ptsz, a, b) ((void)0)
 #define PROPHET_CUHOOK_POST_RECORD PROPHET_CUHOOK_POST_NONE
 #define PROPHET_CUHOOK_POST_WAIT PROPHET_CUHOOK_POST_NONE
 #define PROPHET_CUHOOK_POST_WORK PROPHET_CUHOOK_POST_NONE
+#define PROPHET_CUHOOK_POST_MULTI_WORK PROPHET_CUHOOK_POST_NONE
+#define PROPHET_CUHOOK_POST_GRAPH_LAUNCH PROPHET_CUHOOK_POST_NONE
 #define PROPHET_CUHOOK_POST_CAPTURE_BEGIN PROPHET_CUHOOK_POST_NONE
 #define PROPHET_CUHOOK_POST_SYNC_WORK PROPHET_CUHOOK_POST_NONE
 #define PROPHET_CUHOOK_POST_EVENT_QUERY PROPHET_CUHOOK_POST_NONE
@@ -282,12 +329,17 @@ static void *prophet_cuhook_procaddr(const char *symbol, void *p, int version, c
 #define PROPHET_CUHOOK_POST_EVENT_SYNC PROPHET_CUHOOK_POST_NONE
 #define PROPHET_CUHOOK_POST_STREAM_SYNC PROPHET_CUHOOK_POST_NONE
 #define PROPHET_CUHOOK_POST_CTX_SYNC PROPHET_CUHOOK_POST_NONE
+#define PROPHET_CUHOOK_POST_CTX_RECORD PROPHET_CUHOOK_POST_NONE
+#define PROPHET_CUHOOK_POST_CTX_WAIT PROPHET_CUHOOK_POST_NONE
 #define PROPHET_CUHOOK_POST_EVENT_DESTROY PROPHET_CUHOOK_POST_NONE
 #define PROPHET_CUHOOK_POST_STREAM_DESTROY PROPHET_CUHOOK_POST_NONE
 #define PROPHET_CUHOOK_POST_OTHER PROPHET_CUHOOK_POST_NONE
 #define PROPHET_CUHOOK_POST_ALWAYS_RECORD 0
 #define PROPHET_CUHOOK_POST_ALWAYS_WAIT 0
 #define PROPHET_CUHOOK_POST_ALWAYS_WORK 0
+#define PROPHET_CUHOOK_POST_ALWAYS_LAUNCH_EX 0
+#define PROPHET_CUHOOK_POST_ALWAYS_MULTI_WORK 0
+#define PROPHET_CUHOOK_POST_ALWAYS_GRAPH_LAUNCH 0
 #define PROPHET_CUHOOK_POST_ALWAYS_CAPTURE_BEGIN 0
 #define PROPHET_CUHOOK_POST_ALWAYS_SYNC_WORK 0
 #define PROPHET_CUHOOK_POST_ALWAYS_EVENT_QUERY 0
@@ -296,21 +348,52 @@ static void *prophet_cuhook_procaddr(const char *symbol, void *p, int version, c
 #define PROPHET_CUHOOK_POST_ALWAYS_EVENT_SYNC 0
 #define PROPHET_CUHOOK_POST_ALWAYS_STREAM_SYNC 0
 #define PROPHET_CUHOOK_POST_ALWAYS_CTX_SYNC 0
+#define PROPHET_CUHOOK_POST_ALWAYS_CTX_RECORD 0
+#define PROPHET_CUHOOK_POST_ALWAYS_CTX_WAIT 0
 #define PROPHET_CUHOOK_POST_ALWAYS_EVENT_DESTROY 0
 #define PROPHET_CUHOOK_POST_ALWAYS_STREAM_DESTROY 0
 #define PROPHET_CUHOOK_POST_ALWAYS_OTHER 0
 
-#define PROPHET_CUHOOK_DEFINE(sym, proc, kind, ptsz, cur, params, args, a, b)                      \
-    PROPHET_CUHOOK_DEFINE_##kind(sym, kind, ptsz, params, args, a, b)
+/* MULTI_WORK (cuLaunchCooperativeKernelMultiDevice): every launch's stream is real work. */
+static void prophet_cuhook_multi_work(const CUDA_LAUNCH_PARAMS *l, unsigned n)
+{
+    for (unsigned i = 0; l && i < n; i++)
+        prophet_hold_stream_work(l[i].hStream, 0);
+}
+
+/* GRAPH_NODE: an event record or wait node names a graph event. */
+static void prophet_cuhook_graph_node(const CUgraphNodeParams *p)
+{
+    if (p && p->type == CU_GRAPH_NODE_TYPE_EVENT_RECORD)
+        prophet_hold_graph_event(p->eventRecord.event);
+    else if (p && p->type == CU_GRAPH_NODE_TYPE_WAIT_EVENT)
+        prophet_hold_graph_event(p->eventWait.event);
+}
+
+/* LAUNCH_EX: the events its attributes record are real records on the launch's stream. */
+static void prophet_cuhook_launch_events(const CUlaunchConfig *config, int ptsz)
+{
+    for (unsigned i = 0; config && config->attrs && i < config->numAttrs; i++) {
+        const CUlaunchAttribute *at = &config->attrs[i];
+        if (at->id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT)
+            prophet_hold_event_recorded(at->value.programmaticEvent.event, config->hStream, ptsz);
+        else if (at->id == CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT)
+            prophet_hold_event_recorded(at->value.launchCompletionEvent.event, config->hStream,
+                                        ptsz);
+    }
+}
+
+#define PROPHET_CUHOOK_DEFINE(sym, proc, kind, ptsz, cur, params, args, a, b, c)                   \
+    PROPHET_CUHOOK_DEFINE_##kind(sym, kind, ptsz, params, args, a, b, c)
 #define PROPHET_CUHOOK_DEFINE_PROCADDR(...) /* written out below */
-#define PROPHET_CUHOOK_GENERIC(sym, kind, ptsz, params, args, a, b)                                \
+#define PROPHET_CUHOOK_GENERIC(sym, kind, ptsz, params, args, a, b, c)                             \
     CUresult sym params                                                                            \
     {                                                                                              \
         prophet_cuhook_fn_##sym real_ =                                                            \
             (prophet_cuhook_fn_##sym)prophet_cuhook_real(PROPHET_CUHOOK_##sym);                    \
         CUresult rc_ = CUDA_SUCCESS;                                                               \
                                                                                                    \
-        PROPHET_CUHOOK_FIRST_##kind(a, b);                                                         \
+        PROPHET_CUHOOK_FIRST_##kind(a, b, c);                                                      \
         if (!real_)                                                                                \
             return prophet_cuhook_missing(PROPHET_CUHOOK_##sym);                                   \
         if (!prophet_hold_armed() || prophet_hold_inside()) {                                      \
@@ -318,18 +401,21 @@ static void *prophet_cuhook_procaddr(const char *symbol, void *p, int version, c
                 return real_ args;                                                                 \
             rc_ = real_ args;                                                                      \
         } else {                                                                                   \
-            if (PROPHET_CUHOOK_PRE_##kind(ptsz, a, b, &rc_))                                       \
+            if (PROPHET_CUHOOK_PRE_##kind(ptsz, a, b, c, &rc_))                                    \
                 return rc_;                                                                        \
             prophet_hold_enter();                                                                  \
             rc_ = real_ args;                                                                      \
             prophet_hold_leave();                                                                  \
         }                                                                                          \
-        PROPHET_CUHOOK_POST_##kind(rc_, a, b);                                                     \
+        PROPHET_CUHOOK_POST_##kind(rc_, ptsz, a, b);                                               \
         return rc_;                                                                                \
     }
 #define PROPHET_CUHOOK_DEFINE_RECORD PROPHET_CUHOOK_GENERIC
 #define PROPHET_CUHOOK_DEFINE_WAIT PROPHET_CUHOOK_GENERIC
 #define PROPHET_CUHOOK_DEFINE_WORK PROPHET_CUHOOK_GENERIC
+#define PROPHET_CUHOOK_DEFINE_LAUNCH_EX PROPHET_CUHOOK_GENERIC
+#define PROPHET_CUHOOK_DEFINE_MULTI_WORK PROPHET_CUHOOK_GENERIC
+#define PROPHET_CUHOOK_DEFINE_GRAPH_LAUNCH PROPHET_CUHOOK_GENERIC
 #define PROPHET_CUHOOK_DEFINE_CAPTURE_BEGIN PROPHET_CUHOOK_GENERIC
 #define PROPHET_CUHOOK_DEFINE_SYNC_WORK PROPHET_CUHOOK_GENERIC
 #define PROPHET_CUHOOK_DEFINE_EVENT_QUERY PROPHET_CUHOOK_GENERIC
@@ -338,9 +424,13 @@ static void *prophet_cuhook_procaddr(const char *symbol, void *p, int version, c
 #define PROPHET_CUHOOK_DEFINE_EVENT_SYNC PROPHET_CUHOOK_GENERIC
 #define PROPHET_CUHOOK_DEFINE_STREAM_SYNC PROPHET_CUHOOK_GENERIC
 #define PROPHET_CUHOOK_DEFINE_CTX_SYNC PROPHET_CUHOOK_GENERIC
+#define PROPHET_CUHOOK_DEFINE_CTX_RECORD PROPHET_CUHOOK_GENERIC
+#define PROPHET_CUHOOK_DEFINE_CTX_WAIT PROPHET_CUHOOK_GENERIC
 #define PROPHET_CUHOOK_DEFINE_EVENT_DESTROY PROPHET_CUHOOK_GENERIC
 #define PROPHET_CUHOOK_DEFINE_STREAM_DESTROY PROPHET_CUHOOK_GENERIC
 #define PROPHET_CUHOOK_DEFINE_STREAM_CREATE PROPHET_CUHOOK_GENERIC
+#define PROPHET_CUHOOK_DEFINE_GRAPH_EVENT PROPHET_CUHOOK_GENERIC
+#define PROPHET_CUHOOK_DEFINE_GRAPH_NODE PROPHET_CUHOOK_GENERIC
 #define PROPHET_CUHOOK_DEFINE_OTHER PROPHET_CUHOOK_GENERIC
 #define PROPHET_CUHOOK_DEFINE_EVENT_CREATE PROPHET_CUHOOK_GENERIC
 #define PROPHET_CUHOOK_DEFINE_IPC_OPEN_EVENT PROPHET_CUHOOK_GENERIC

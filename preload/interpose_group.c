@@ -41,3 +41,21 @@ PROPHET_EXPORT ncclResult_t ncclGroupEnd(void)
     prophet_group_leave();
     return rc;
 }
+
+/* ncclGroupSimulateEnd ends the group as ncclGroupEnd does (NCCL decrements its depth whenever it
+ * was > 0, whatever the result), launching nothing: the thread's depth follows it, or every later
+ * call of the thread would be taken for a call inside a group and pass through. */
+PROPHET_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo)
+{
+    ncclResult_t rc;
+
+    if (!prophet_active())
+        return prophet_nccl.GroupSimulateEnd ? prophet_nccl.GroupSimulateEnd(simInfo)
+                                             : prophet_nccl_missing("ncclGroupSimulateEnd");
+    prophet_hold_enter();
+    rc = prophet_nccl.GroupSimulateEnd ? prophet_nccl.GroupSimulateEnd(simInfo)
+                                       : prophet_nccl_missing("ncclGroupSimulateEnd");
+    prophet_hold_leave();
+    prophet_group_leave();
+    return rc;
+}

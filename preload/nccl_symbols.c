@@ -57,6 +57,7 @@ static void prophet_nccl_fill(void)
     PROPHET_RESOLVE(Recv);
     PROPHET_RESOLVE(GroupStart);
     PROPHET_RESOLVE(GroupEnd);
+    PROPHET_RESOLVE(GroupSimulateEnd);
     PROPHET_RESOLVE(CommInitRank);
     PROPHET_RESOLVE(CommInitRankConfig);
     PROPHET_RESOLVE(CommInitAll);

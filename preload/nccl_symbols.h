@@ -25,6 +25,7 @@ typedef struct prophet_nccl_api {
     __typeof__(&ncclRecv) Recv;
     __typeof__(&ncclGroupStart) GroupStart;
     __typeof__(&ncclGroupEnd) GroupEnd;
+    __typeof__(&ncclGroupSimulateEnd) GroupSimulateEnd;
     __typeof__(&ncclCommInitRank) CommInitRank;
     __typeof__(&ncclCommInitRankConfig) CommInitRankConfig;
     __typeof__(&ncclCommInitAll) CommInitAll;

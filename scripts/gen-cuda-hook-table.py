@@ -33,15 +33,31 @@ KINDS = {
     "cuStreamEndCapture": "OTHER",
     "cuEventCreate": "EVENT_CREATE", "cuIpcOpenEventHandle": "IPC_OPEN_EVENT",
     "cuIpcGetEventHandle": "IPC_GET_EVENT",
+    # issue 37, item 3
+    "cuCtxRecordEvent": "CTX_RECORD", "cuGreenCtxRecordEvent": "CTX_RECORD",
+    "cuCtxWaitEvent": "CTX_WAIT", "cuGreenCtxWaitEvent": "CTX_WAIT",
+    "cuGraphAddEventRecordNode": "GRAPH_EVENT", "cuGraphAddEventWaitNode": "GRAPH_EVENT",
+    "cuGraphEventRecordNodeSetEvent": "GRAPH_EVENT", "cuGraphEventWaitNodeSetEvent": "GRAPH_EVENT",
+    "cuGraphExecEventRecordNodeSetEvent": "GRAPH_EVENT",
+    "cuGraphExecEventWaitNodeSetEvent": "GRAPH_EVENT",
+    "cuGraphAddNode": "GRAPH_NODE", "cuGraphNodeSetParams": "GRAPH_NODE",
+    "cuGraphExecNodeSetParams": "GRAPH_NODE",
+    "cuGraphLaunch": "GRAPH_LAUNCH", "cuLaunchKernelEx": "LAUNCH_EX",
+    "cuLaunchCooperativeKernelMultiDevice": "MULTI_WORK",
 }
-WORK = """cuLaunchKernel cuLaunchKernelEx cuLaunchCooperativeKernel cuLaunchHostFunc
-cuStreamAddCallback cuGraphLaunch cuMemcpyAsync cuMemcpyHtoDAsync cuMemcpyDtoHAsync
+WORK = """cuLaunchKernel cuLaunchCooperativeKernel cuLaunchHostFunc
+cuStreamAddCallback cuMemcpyAsync cuMemcpyHtoDAsync cuMemcpyDtoHAsync
 cuMemcpyDtoDAsync cuMemcpyHtoAAsync cuMemcpyAtoHAsync cuMemcpy2DAsync cuMemcpy3DAsync
 cuMemcpyPeerAsync cuMemcpy3DPeerAsync cuMemcpyBatchAsync cuMemcpy3DBatchAsync cuMemsetD8Async
 cuMemsetD16Async cuMemsetD32Async cuMemsetD2D8Async cuMemsetD2D16Async cuMemsetD2D32Async
 cuStreamWaitValue32 cuStreamWaitValue64 cuStreamWriteValue32 cuStreamWriteValue64
 cuStreamBatchMemOp cuMemAllocAsync cuMemFreeAsync cuMemAllocFromPoolAsync
-cuSignalExternalSemaphoresAsync cuWaitExternalSemaphoresAsync"""
+cuSignalExternalSemaphoresAsync cuWaitExternalSemaphoresAsync
+cuMemDiscardBatchAsync cuMemDiscardAndPrefetchBatchAsync cuMemBatchDecompressAsync
+cuLaunchGridAsync cuLaunch cuLaunchGrid cuMemMapArrayAsync cuStreamAttachMemAsync
+cuGraphicsMapResources cuGraphicsUnmapResources"""
+# WORK on the default stream (no stream parameter): the deprecated launches
+DEFAULT_STREAM_WORK = {"cuLaunch", "cuLaunchGrid"}
 SYNC_WORK = """cuMemcpy cuMemcpyHtoD cuMemcpyDtoH cuMemcpyDtoD cuMemcpyDtoA cuMemcpyAtoD
 cuMemcpyHtoA cuMemcpyAtoH cuMemcpyAtoA cuMemcpy2D cuMemcpy2DUnaligned cuMemcpy3D cuMemcpyPeer
 cuMemcpy3DPeer cuMemsetD8 cuMemsetD16 cuMemsetD32 cuMemsetD2D8 cuMemsetD2D16 cuMemsetD2D32"""
@@ -116,52 +132,10 @@ HARMLESS = {
 # Known gaps: refused or not yet wrapped (docs/completion-holding.md). Each is a way for a consumer
 # to see a held all-reduce's buffer before its block has run, or a stale event (issue 37).
 GAPS = {
-    "cuCtxRecordEvent": "not yet wrapped: records an event behind all work of a context, held "
-                        "all-reduces not included",
-    "cuCtxWaitEvent": "not yet wrapped: a context-wide wait on an event that may be virtual",
-    "cuGreenCtxRecordEvent": "not yet wrapped: records an event behind all work of a green "
-                             "context, held all-reduces not included",
-    "cuGreenCtxWaitEvent": "not yet wrapped: a green-context-wide wait on an event that may be "
-                           "virtual",
-    "cuGraphAddEventRecordNode": "not yet wrapped: a graph node that records an event",
-    "cuGraphAddEventWaitNode": "not yet wrapped: a graph node that waits on an event that may be "
-                               "virtual",
-    "cuGraphEventRecordNodeSetEvent": "not yet wrapped: changes a graph's event record node",
-    "cuGraphEventWaitNodeSetEvent": "not yet wrapped: changes a graph's event wait node",
-    "cuGraphExecEventRecordNodeSetEvent": "not yet wrapped: changes an executable graph's event "
-                                          "record node",
-    "cuGraphExecEventWaitNodeSetEvent": "not yet wrapped: changes an executable graph's event "
-                                        "wait node",
-    "cuGraphAddNode": "not yet wrapped: may add an event record or wait node",
-    "cuGraphNodeSetParams": "not yet wrapped: may set an event record or wait node's event",
-    "cuGraphExecNodeSetParams": "not yet wrapped: may set an executable graph's event record or "
-                                "wait node's event",
-    "cuMemDiscardBatchAsync": "not yet wrapped: stream work that discards memory a held "
-                              "all-reduce may still write",
-    "cuMemDiscardAndPrefetchBatchAsync": "not yet wrapped: stream work that discards memory a "
-                                         "held all-reduce may still write",
-    "cuMemBatchDecompressAsync": "not yet wrapped: stream work that may read a held all-reduce's "
-                                 "output",
-    "cuMemMapArrayAsync": "not yet wrapped: stream work that changes the memory behind sparse "
-                          "arrays",
-    "cuStreamAttachMemAsync": "not yet wrapped: stream work that hands managed memory to the host",
-    "cuGraphicsMapResources": "not yet wrapped: stream work ordering graphics interop",
-    "cuGraphicsUnmapResources": "not yet wrapped: hands memory back to a graphics API, which may "
-                                "read it before a held all-reduce",
-    "cuLaunchGridAsync": "not yet wrapped (deprecated): a launch on a stream",
-    "cuLaunch": "not yet wrapped (deprecated): a launch on the default stream",
-    "cuLaunchGrid": "not yet wrapped (deprecated): a launch on the default stream",
-    "cuLaunchCooperativeKernelMultiDevice": "not yet wrapped (deprecated): launches on the "
-                                            "streams of its launch parameters",
 }
 
 # Wrapped, with a part the wrapper does not yet see (known gaps too).
-WRAPPED_GAPS = {
-    "cuLaunchKernelEx": "its PROGRAMMATIC_EVENT and LAUNCH_COMPLETION_EVENT attributes record "
-                        "events the engine does not see",
-    "cuStreamWaitEvent": "CU_EVENT_WAIT_EXTERNAL is lost on a virtual record during capture",
-    "cuEventRecordWithFlags": "CU_EVENT_RECORD_EXTERNAL is lost on a virtual record during capture",
-}
+WRAPPED_GAPS = {}
 
 # legacy types only the internal part of cuda.h defines: ABI-equal spellings
 LEGACY_TYPES = [
@@ -237,8 +211,11 @@ def abi_range(abis, proc, flavour, params, header_version):
 
 
 KIND_DOC = {
-    "RECORD": "RECORD: becomes virtual on a stream that is behind (rule 2)",
-    "WAIT": "WAIT: takes a virtual event's dependencies (rule 3)",
+    "RECORD": "RECORD: becomes virtual on a stream that is behind (rule 2); with "
+              "CU_EVENT_RECORD_EXTERNAL the stream is materialised and the driver records with "
+              "the flag",
+    "WAIT": "WAIT: takes a virtual event's dependencies (rule 3); with CU_EVENT_WAIT_EXTERNAL the "
+            "record is made real first and the driver waits with the flag",
     "WORK": "WORK: real work materialises the stream first (rule 4)",
     "SYNC_WORK": "SYNC_WORK: work on the default stream, then a host wait (rules 4, 6)",
     "EVENT_QUERY": "EVENT_QUERY: NOT_READY on a virtual record (rule 5)",
@@ -260,6 +237,18 @@ KIND_DOC = {
     "IPC_GET_EVENT": "IPC_GET_EVENT: a virtual last record is made real first, the event is told "
                      "(interprocess events)",
     "PROCADDR": "PROCADDR: answers are swapped for wrappers (version-checked)",
+    "CTX_RECORD": "CTX_RECORD: every open block is released and waited for on the host, then the "
+                  "driver records (the record covers the held all-reduces)",
+    "CTX_WAIT": "CTX_WAIT: the event's record is made real first (its blocks released), then the "
+                "driver's context-wide wait",
+    "GRAPH_EVENT": "GRAPH_EVENT: the event joins the graph events; a graph launch makes their "
+                   "virtual records real first",
+    "GRAPH_NODE": "GRAPH_NODE: an event record or wait node's event joins the graph events "
+                  "(as GRAPH_EVENT)",
+    "GRAPH_LAUNCH": "GRAPH_LAUNCH: virtual records of graph events made real, then WORK (rule 4)",
+    "LAUNCH_EX": "LAUNCH_EX: WORK (rule 4); its PROGRAMMATIC_EVENT and LAUNCH_COMPLETION_EVENT "
+                 "attributes are real records after the launch",
+    "MULTI_WORK": "MULTI_WORK: WORK (rule 4) on every launch's stream",
 }
 
 
@@ -365,17 +354,28 @@ def main():
                 types[re.findall(r"\w+", p)[-1]] = " ".join(ws[:-1])
         stream = next((n for n, t in types.items() if t == "CUstream"), None)
         events = [n for n, t in types.items() if t == "CUevent"]
-        a = b = "0"
+        flags = next((n for n, t in types.items() if t == "unsigned int" and n.lower() == "flags"),
+                     "0")
+        a = b = c = "0"
         if kind in ("RECORD",):
-            a, b = events[0], stream
+            a, b, c = events[0], stream, flags
         elif kind == "WAIT":
-            a, b = stream, events[0]
-        elif kind in ("WORK", "STREAM_QUERY", "STREAM_SYNC", "STREAM_DESTROY", "CAPTURE_BEGIN"):
+            a, b, c = stream, events[0], flags
+        elif kind in ("WORK", "STREAM_QUERY", "STREAM_SYNC", "STREAM_DESTROY", "CAPTURE_BEGIN",
+                      "GRAPH_LAUNCH"):
             a = stream
-            if sym.startswith("cuLaunchKernelEx"):
-                a = "(config ? config->hStream : NULL)"
+            if a is None and proc_name(sym) in DEFAULT_STREAM_WORK:
+                a = "NULL"
             if a is None:
                 sys.exit(f"no stream parameter in {sym}")
+        elif kind == "LAUNCH_EX":
+            a, b = "(config ? config->hStream : NULL)", "config"
+        elif kind == "MULTI_WORK":
+            a, b = names[0], names[1]
+        elif kind in ("CTX_RECORD", "CTX_WAIT", "GRAPH_EVENT"):
+            a = events[0]
+        elif kind == "GRAPH_NODE":
+            a = next(n for n, t in types.items() if t.startswith("CUgraphNodeParams"))
         elif kind in ("EVENT_QUERY", "EVENT_SYNC", "EVENT_DESTROY"):
             a = events[0]
         elif kind == "ELAPSED":
@@ -386,13 +386,16 @@ def main():
             a = names[0]
         elif kind == "IPC_GET_EVENT":
             a = events[0]
-        rows.append(f'    H({sym}, "{proc}", {kind}, {ptsz}, {cur}, ({params}), {args}, {a}, {b})')
+        rows.append(f'    H({sym}, "{proc}", {kind}, {ptsz}, {cur}, ({params}), {args}, {a}, {b}, {c})')
     out = []
     out.append("""/* The CUDA driver entry points that libprophet.so wraps (preload/cuda_hooks.c), one line each:
  *   H(symbol, name asked for by cuGetProcAddress, kind, ptsz, current, (parameters), (arguments),
- *     a, b)
+ *     a, b, c)
  * kind: what the wrapper asks the holding engine (preload/cuda_hold.h) before the driver runs:
- *   RECORD (a event, b stream), WAIT (a stream, b event), WORK (a stream: real work enqueued),
+ *   RECORD (a event, b stream, c flags), WAIT (a stream, b event, c flags), WORK (a stream: real
+ *   work enqueued; NULL for the deprecated launches on the default stream), GRAPH_LAUNCH (a
+ *   stream), LAUNCH_EX (a stream, b config: its event attributes), MULTI_WORK (a launch parameter
+ *   list, b its length), CTX_RECORD, CTX_WAIT, GRAPH_EVENT (a event), GRAPH_NODE (a node params),
  *   SYNC_WORK (a synchronous copy or memset: work on the default stream, then a host wait),
  *   EVENT_QUERY, STREAM_QUERY, ELAPSED (a, b events), EVENT_SYNC, STREAM_SYNC, CTX_SYNC,
  *   EVENT_DESTROY, STREAM_DESTROY, STREAM_CREATE (a out-handle, b flags; told after success),

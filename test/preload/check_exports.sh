@@ -7,7 +7,7 @@ table=$2
 nccl="ncclAllGather ncclAllReduce ncclAlltoAll ncclBcast ncclBroadcast ncclCommAbort
 ncclCommDestroy ncclCommGetAsyncError ncclCommFinalize ncclCommInitAll ncclCommInitRank ncclCommInitRankConfig
 ncclCommInitRankScalable ncclCommRevoke ncclCommShrink ncclCommSplit ncclGather ncclGroupEnd
-ncclGroupStart ncclRecv ncclRedOpDestroy ncclReduce ncclReduceScatter ncclScatter ncclSend"
+ncclGroupSimulateEnd ncclGroupStart ncclRecv ncclRedOpDestroy ncclReduce ncclReduceScatter ncclScatter ncclSend"
 [ -r "$table" ] || { echo "FAIL: no hook table '$table'"; exit 1; }
 cuda=$(sed -n 's/^ *H(\(cu[A-Za-z0-9_]*\),.*/\1/p' "$table")
 [ -n "$cuda" ] || { echo "FAIL: no entry read from $table"; exit 1; }

@@ -43,7 +43,7 @@ int main(void)
     for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++)
         CHECK_IS(dlsym(h, plain[i]), D, plain[i]);
     /* wrapped, but not in this driver: NULL, as without the preload */
-    CHECK(dlsym(h, "cuLaunchKernelEx") == NULL);
+    CHECK(dlsym(h, "cuLaunchKernelEx_ptsz") == NULL);
     CHECK(dlsym(h, "cuMemAllocAsync_ptsz") == NULL);
     /* unknown names: NULL and a dlerror() message, from glibc */
     dlerror();

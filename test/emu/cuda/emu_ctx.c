@@ -24,6 +24,11 @@ static int emu_ctx_live(struct CUctx_st *ctx)
     return live;
 }
 
+int emu_ctx_is_live(struct CUctx_st *ctx)
+{
+    return emu_ctx_live(ctx);
+}
+
 CUresult emu_current_ctx(struct CUctx_st **out)
 {
     CUresult rc = emu_check_init();

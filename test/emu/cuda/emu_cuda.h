@@ -76,6 +76,9 @@ void emuProcDump(void);
 
 /* Operations recorded in a graph made by stream capture. */
 CUresult emuGraphNumOps(CUgraph g, size_t *n);
+/* How many cuStreamWaitEvent calls with CU_EVENT_WAIT_EXTERNAL (record = 0) or event records with
+ * CU_EVENT_RECORD_EXTERNAL (record = 1) this process's driver accepted. */
+uint64_t emuEventExternalOps(int record);
 
 #ifdef __cplusplus
 }

@@ -52,6 +52,40 @@ CUresult emu_event_get(CUevent h, struct CUevent_st **out)
 }
 
 /* The event's latest mark with a reference taken, or NULL if never recorded. */
+static struct emu_mark *emu_event_last(struct CUevent_st *e);
+
+CUresult emu_stream_wait_event_to(struct CUstream_st *s, CUevent hEvent)
+{
+    struct emu_mark *m;
+    CUresult rc;
+
+    if (hEvent->ipc) /* an interprocess event: whichever process recorded it last */
+        return emu_ipc_wait_op(s, hEvent->ipc);
+    m = emu_event_last(hEvent);
+    if (!m)
+        return CUDA_SUCCESS; /* never recorded: nothing to wait for */
+    struct emu_op *op = emu_op_new(EMU_OP_WAIT_EVENT);
+    if (!op) {
+        emu_mark_put(m);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    op->u.mark.mark = m;
+    rc = emu_stream_submit(s, op, NULL);
+    if (rc)
+        emu_op_free(op);
+    return rc;
+}
+
+CUresult emu_event_ref(CUevent h, struct CUevent_st **out)
+{
+    return emu_event_get(h, out);
+}
+
+void emu_event_unref(struct CUevent_st *e)
+{
+    emu_event_put(e);
+}
+
 static struct emu_mark *emu_event_last(struct CUevent_st *e)
 {
     pthread_mutex_lock(&e->lock);
@@ -128,6 +162,14 @@ static CUresult emu_event_stream_get(CUevent hEvent, CUstream hStream, struct CU
     return rc;
 }
 
+static atomic_ullong
+    emu_external_ops[2]; /* EXTERNAL waits, EXTERNAL records (emuEventExternalOps) */
+
+uint64_t emuEventExternalOps(int record)
+{
+    return atomic_load(&emu_external_ops[record != 0]);
+}
+
 CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)
 {
     struct CUevent_st *e;
@@ -135,6 +177,16 @@ CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int f
     CUresult rc = emu_event_stream_get(hEvent, hStream, &e, &s);
     if (rc)
         return rc;
+    rc = emu_event_record_to(hEvent, s, flags);
+    emu_stream_put(s);
+    emu_event_put(e);
+    return rc;
+}
+
+CUresult emu_event_record_to(CUevent hEvent, struct CUstream_st *s, unsigned flags)
+{
+    struct CUevent_st *e = hEvent;
+    CUresult rc = CUDA_SUCCESS;
     struct emu_mark *m = emu_mark_new();
     struct emu_op *op = emu_op_new(EMU_OP_RECORD);
     if (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL)
@@ -174,9 +226,9 @@ CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int f
         emu_op_free(op);
     emu_mark_put(m); /* not kept by the event: failed, or captured into a graph */
     emu_mark_put(old);
+    if (!rc && (flags & CU_EVENT_RECORD_EXTERNAL))
+        atomic_fetch_add(&emu_external_ops[1], 1);
 out:
-    emu_stream_put(s);
-    emu_event_put(e);
     return rc;
 }
 
@@ -252,23 +304,9 @@ CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
         rc = CUDA_ERROR_INVALID_VALUE;
         goto out;
     }
-    if (e->ipc) {
-        rc = emu_ipc_wait_op(s, e->ipc);
-        goto out;
-    }
-    struct emu_mark *m = emu_event_last(e);
-    if (!m)
-        goto out; /* never recorded: nothing to wait for */
-    struct emu_op *op = emu_op_new(EMU_OP_WAIT_EVENT);
-    if (!op) {
-        emu_mark_put(m);
-        rc = CUDA_ERROR_OUT_OF_MEMORY;
-        goto out;
-    }
-    op->u.mark.mark = m;
-    rc = emu_stream_submit(s, op, NULL);
-    if (rc)
-        emu_op_free(op);
+    if (Flags & CU_EVENT_WAIT_EXTERNAL)
+        atomic_fetch_add(&emu_external_ops[0], 1);
+    rc = emu_stream_wait_event_to(s, hEvent);
 out:
     emu_stream_put(s);
     emu_event_put(e);

@@ -13,6 +13,11 @@ struct CUgraph_st *emu_graph_new(unsigned long long capture_id)
 
 void emu_graph_free(struct CUgraph_st *g)
 {
+    while (g->nodes) { /* nodes of a built graph (emu_graph_exec.c): the first field is next */
+        void *n = g->nodes;
+        g->nodes = *(struct emu_gnode **)n;
+        free(n);
+    }
     while (g->head) {
         struct emu_op *op = g->head;
         g->head = op->next;

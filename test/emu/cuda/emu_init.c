@@ -76,6 +76,12 @@ CUresult cuInit(unsigned int Flags)
         /* device memory that cuIpcGetMemHandle can share (page mappings); off: heap memory, which
          * a sanitizer checks to the byte */
         emu_g.ipc_mem = emu_env_int("EMU_CUDA_IPC_MEM", 0, 0, 1);
+        /* CUDA_DEVICE_MAX_CONNECTIONS=1 (Megatron): every stream's work in one hardware queue */
+        emu_g.one_queue =
+            emu_env_int("EMU_CUDA_MAX_CONNECTIONS",
+                        emu_env_int("CUDA_DEVICE_MAX_CONNECTIONS", 0, 0, 1 << 10), 0, 1 << 10) == 1;
+        if (emu_g.one_queue)
+            emu_g.inline_record = 0; /* a record takes its turn in the queue too */
         atomic_store_explicit(&emu_g.initialized, 1, memory_order_release);
     }
     pthread_mutex_unlock(&emu_g.lock);

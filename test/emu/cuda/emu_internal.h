@@ -100,6 +100,8 @@ struct emu_global {
                   * cuIpcGetMemHandle can share (else heap memory, and it answers NOT_SUPPORTED) */
     atomic_int sticky;    /* a kernel trapped: the sticky error every later call returns (0: none);
                            * process-wide (emu_module.c, "A trap") */
+    int one_queue;        /* EMU_CUDA_MAX_CONNECTIONS=1: one hardware queue (emu_stream.c) */
+    atomic_ullong tickets, tickets_done; /* one_queue: operations issued / finished, in order */
 };
 extern struct emu_global emu_g;
 
@@ -180,6 +182,7 @@ enum emu_op_kind {
 struct emu_op {
     struct emu_op *next;
     enum emu_op_kind kind;
+    uint64_t ticket; /* one_queue: its place in the one hardware queue (1, 2, ...) */
     union {
         struct {
             void *dst;
@@ -244,13 +247,16 @@ struct CUctx_st {
     unsigned long long id;
     struct CUstream_st *def;     /* the NULL / legacy / per-thread stream */
     struct CUstream_st *streams; /* user streams, under emu_g.lock */
+    struct CUstream_st *evs;     /* cuCtxRecordEvent's stream, made at its first call */
     struct CUctx_st *all_next;
 };
 
+struct emu_gnode; /* a node of a graph built with cuGraphAdd*Node (emu_graph_exec.c) */
 struct CUgraph_st {
     struct emu_op *head, *tail;
     size_t nops;
     unsigned long long capture_id;
+    struct emu_gnode *nodes, *last; /* built graphs: nodes in the order added */
 };
 
 struct CUstream_st {
@@ -332,6 +338,21 @@ CUresult emu_submit_to(CUstream h, struct emu_op *op, int sync);
  * thread may. A refused call invalidates the captures that forbade it and returns
  * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. */
 CUresult emu_capture_unsafe_call(void);
+
+/* events (emu_event.c): records hEvent (a checked handle) on s, which need not be a registered
+ * stream (a context's record stream, emu_ctx_event.c). */
+CUresult emu_event_record_to(CUevent hEvent, struct CUstream_st *s, unsigned flags);
+/* A checked event handle, referenced (emu_event_unref drops it). */
+/* Later work on s waits for hEvent's (a checked handle) latest record. */
+CUresult emu_stream_wait_event_to(struct CUstream_st *s, CUevent hEvent);
+CUresult emu_event_ref(CUevent h, struct CUevent_st **out);
+void emu_event_unref(struct CUevent_st *e);
+/* Prepends to s's queue a wait for the work already submitted to every stream of s's context
+ * (the default stream and the user streams; emu_stream.c): cuCtxRecordEvent. */
+CUresult emu_stream_wait_ctx(struct CUstream_st *s);
+
+/* contexts (emu_ctx.c): whether ctx is a live context */
+int emu_ctx_is_live(struct CUctx_st *ctx);
 
 /* graphs (emu_graph.c) */
 struct CUgraph_st *emu_graph_new(unsigned long long capture_id);

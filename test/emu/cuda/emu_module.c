@@ -231,3 +231,28 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
     }
     return emu_submit_to(hStream, op, 0);
 }
+
+/* cuLaunchKernelEx: cuLaunchKernel with the configuration's grid, block, shared memory and
+ * stream; of the attributes, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT and
+ * CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT record their event on the stream right after the
+ * kernel (a real driver fires them when the kernel's blocks trigger or have all begun: never before
+ * the stream's work ahead of the kernel); the others are accepted and ignored. */
+CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+                          void **extra)
+{
+    CUresult rc;
+
+    if (!config || (config->numAttrs && !config->attrs))
+        return CUDA_ERROR_INVALID_VALUE;
+    rc = cuLaunchKernel(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
+                        config->blockDimY, config->blockDimZ, config->sharedMemBytes,
+                        config->hStream, kernelParams, extra);
+    for (unsigned i = 0; rc == CUDA_SUCCESS && i < config->numAttrs; i++) {
+        const CUlaunchAttribute *a = &config->attrs[i];
+        if (a->id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT)
+            rc = cuEventRecord(a->value.programmaticEvent.event, config->hStream);
+        else if (a->id == CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT)
+            rc = cuEventRecord(a->value.launchCompletionEvent.event, config->hStream);
+    }
+    return rc;
+}

@@ -331,3 +331,28 @@ void emuWriteValue32(uint32_t *addr, uint32_t value)
     __atomic_store_n(addr, value, __ATOMIC_SEQ_CST);
     emu_notify();
 }
+
+/* cuMemBatchDecompressAsync: the emulated "compression" is the identity: each item copies
+ * min(srcNumBytes, dstNumBytes) bytes from src to dst in stream order; *dstActBytes gets that
+ * count at once (a real driver writes it when the item ran). */
+CUresult cuMemBatchDecompressAsync(CUmemDecompressParams *paramsArray, size_t count,
+                                   unsigned int flags, size_t *errorIndex, CUstream stream)
+{
+    CUresult rc = CUDA_SUCCESS;
+
+    if (flags || (count && !paramsArray))
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < count && rc == CUDA_SUCCESS; i++) {
+        CUmemDecompressParams *p = &paramsArray[i];
+        size_t n = p->srcNumBytes < p->dstNumBytes ? p->srcNumBytes : p->dstNumBytes;
+        if (!p->src || !p->dst)
+            rc = CUDA_ERROR_INVALID_VALUE;
+        else
+            rc = emu_copy(p->dst, p->src, n, stream, 0);
+        if (rc == CUDA_SUCCESS && p->dstActBytes)
+            *p->dstActBytes = (cuuint32_t)n;
+        if (rc != CUDA_SUCCESS && errorIndex)
+            *errorIndex = i;
+    }
+    return rc;
+}

@@ -283,6 +283,22 @@ static const struct emu_proc emu_procs[] = {
     P(cuModuleGetFunction, cuModuleGetFunction),
     P(cuModuleUnload, cuModuleUnload),
     PT(cuLaunchKernel, cuLaunchKernel, cuLaunchKernel_ptsz),
+    P(cuLaunchKernelEx, cuLaunchKernelEx),
+    P(cuMemBatchDecompressAsync, cuMemBatchDecompressAsync),
+    P(cuCtxRecordEvent, cuCtxRecordEvent),
+    P(cuCtxWaitEvent, cuCtxWaitEvent),
+    P(cuGraphCreate, cuGraphCreate),
+    P(cuGraphAddEventRecordNode, cuGraphAddEventRecordNode),
+    P(cuGraphAddEventWaitNode, cuGraphAddEventWaitNode),
+    P(cuGraphAddHostNode, cuGraphAddHostNode),
+    P(cuGraphAddNode, cuGraphAddNode_v2),
+    P(cuGraphEventRecordNodeSetEvent, cuGraphEventRecordNodeSetEvent),
+    P(cuGraphEventWaitNodeSetEvent, cuGraphEventWaitNodeSetEvent),
+    P(cuGraphExecEventRecordNodeSetEvent, cuGraphExecEventRecordNodeSetEvent),
+    P(cuGraphExecEventWaitNodeSetEvent, cuGraphExecEventWaitNodeSetEvent),
+    P(cuGraphInstantiate, cuGraphInstantiateWithFlags),
+    P(cuGraphLaunch, cuGraphLaunch),
+    P(cuGraphExecDestroy, cuGraphExecDestroy),
 };
 
 #undef P

@@ -65,6 +65,36 @@ CUresult emu_stream_get(CUstream h, struct CUstream_st **out)
     return rc;
 }
 
+/* EMU_CUDA_MAX_CONNECTIONS=1 (CUDA_DEVICE_MAX_CONNECTIONS=1): every stream's operations go
+ * through one hardware queue, in the order they were issued, whatever their stream. Each
+ * operation takes a ticket when it is queued; a stream's thread starts an operation only once
+ * every operation with a smaller ticket has finished (an operation that blocks, a gate
+ * cuStreamWaitValue32, blocks everything issued after it, on any stream). */
+static int emu_ticket_turn(void *arg)
+{
+    return atomic_load_explicit(&emu_g.tickets_done, memory_order_acquire) + 1 >=
+           *(const uint64_t *)arg;
+}
+
+/* After a trap nothing of the context runs (a real GPU drops the work; host functions are not
+ * called either, as cuLaunchHostFunc documents): the op only leaves the queue. */
+static void emu_op_run_live(struct emu_op *op)
+{
+    if (emu_sticky() == CUDA_SUCCESS)
+        emu_op_run(op);
+}
+
+static void emu_one_queue_run(struct emu_op *op)
+{
+    if (!op->ticket) {
+        emu_op_run_live(op);
+        return;
+    }
+    emu_wait(emu_ticket_turn, &op->ticket, 0);
+    emu_op_run_live(op);
+    atomic_store_explicit(&emu_g.tickets_done, op->ticket, memory_order_release);
+}
+
 /* Set on every stream's own thread: work it launches never waits for room (emu_stream_wait_room).
  */
 static __thread int emu_tls_stream_thread;
@@ -87,10 +117,7 @@ static void *emu_stream_main(void *arg)
         if (!op)
             break;
         int internal = op->kind == EMU_OP_WAIT_SEQ;
-        /* after a trap nothing of the context runs (a real GPU drops the work; host functions
-         * are not called either, as cuLaunchHostFunc documents): the op only leaves the queue */
-        if (emu_sticky() == CUDA_SUCCESS)
-            emu_op_run(op);
+        emu_one_queue_run(op);
         emu_op_free(op);
         if (!internal)
             atomic_fetch_add_explicit(&s->executed, 1, memory_order_release);
@@ -104,6 +131,7 @@ static void *emu_stream_main(void *arg)
 static uint64_t emu_stream_append_locked(struct CUstream_st *s, struct emu_op *op)
 {
     op->next = NULL;
+    op->ticket = emu_g.one_queue ? atomic_fetch_add(&emu_g.tickets, 1) + 1 : 0;
     if (s->tail)
         s->tail->next = op;
     else
@@ -151,6 +179,38 @@ static struct emu_op *emu_legacy_deps(struct CUstream_st *s)
             emu_deps_add(&list, b);
     pthread_mutex_unlock(&emu_g.lock);
     return list;
+}
+
+CUresult emu_stream_wait_ctx(struct CUstream_st *s)
+{
+    struct emu_op *list = NULL;
+    CUresult rc = CUDA_SUCCESS;
+
+    pthread_mutex_lock(&emu_g.lock);
+    emu_deps_add(&list, s->ctx->def);
+    for (struct CUstream_st *b = s->ctx->streams; b; b = b->ctx_next)
+        if (b != s)
+            emu_deps_add(&list, b);
+    pthread_mutex_unlock(&emu_g.lock);
+    pthread_mutex_lock(&s->lock);
+    if (!s->thread_started && pthread_create(&s->thread, NULL, emu_stream_main, s)) {
+        rc = CUDA_ERROR_OUT_OF_MEMORY;
+    } else {
+        s->thread_started = 1;
+        while (list) {
+            struct emu_op *d = list;
+            list = d->next;
+            emu_stream_append_locked(s, d);
+        }
+        pthread_cond_signal(&s->cond);
+    }
+    pthread_mutex_unlock(&s->lock);
+    while (list) {
+        struct emu_op *d = list;
+        list = d->next;
+        emu_op_free(d);
+    }
+    return rc;
 }
 
 static void emu_ops_free_list(struct emu_op *list)

@@ -869,10 +869,40 @@ EMU_API ncclResult_t pncclGroupEnd(void)
 }
 EMU_ALIAS(ncclGroupEnd);
 
+/* As NCCL: ends the group (the depth drops whenever it was > 0, whatever the result), checks
+ * simInfo's magic, and launches nothing: the group's operations are dropped, simInfo gets an
+ * estimate (1 us per operation). */
 EMU_API ncclResult_t pncclGroupSimulateEnd(ncclSimInfo_t *simInfo)
 {
-    (void)simInfo;
-    return ncclInvalidUsage;
+    ncclResult_t rc = ncclSuccess;
+    int nops;
+
+    if (group.depth == 0) {
+        emu_set_last_error("emu-nccl: ncclGroupSimulateEnd without ncclGroupStart");
+        return ncclInvalidUsage;
+    }
+    if (--group.depth > 0)
+        return ncclSuccess;
+    for (int i = 0; i < group.ninits; i++) {
+        ncclResult_t r = emu_wait_ready(group.inits[i]);
+        if (r != ncclSuccess && rc == ncclSuccess)
+            rc = r;
+    }
+    group.ninits = 0;
+    nops = group.nops;
+    if (group.err != ncclSuccess && rc == ncclSuccess)
+        rc = group.err;
+    group.err = ncclSuccess;
+    group.nops = 0;
+    free(group.ops);
+    group.ops = NULL;
+    group.cap = 0;
+    if (rc == ncclSuccess && simInfo) {
+        if (simInfo->magic != 0x74685283)
+            return ncclInvalidArgument;
+        simInfo->estimatedTime = 1e-6f * (float)nops;
+    }
+    return rc;
 }
 EMU_ALIAS(ncclGroupSimulateEnd);
 
