@@ -6,7 +6,8 @@
  * async_op=False): the call goes on the compute stream itself, with no event at all.
  * --scale-each: a kernel on the compute stream multiplies each result by 1/ranks right after its
  * call (grad /= world_size). --unhooked-consumer: a kernel on the compute stream reads and checks
- * each result right after its call, launched through an entry point no interposer wraps. */
+ * each result right after its call, launched through an entry point no interposer wraps.
+ * --consumer: adversarial consumers right after the call (consumer.c). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -64,7 +65,8 @@ static int all_reduce_one(struct emu_rank *r, size_t g)
         (emu_cu(r, emu_gpu->event_record(m->ready, r->compute), "cuEventRecord") ||
          emu_cu(r, emu_gpu->stream_wait_event(m->pg, m->ready), "cuStreamWaitEvent")))
         return -1;
-    if (emu_allreduce(r, r->iter, r->grad[g], r->grad[g], r->count[g], s))
+    if (emu_allreduce(r, r->iter, r->grad[g], r->grad[g], r->count[g], s) ||
+        emu_consumers_after_call(r, g, s))
         return -1;
     if (!r->opt->current_stream) {
         if (emu_record_work(r, m->pg, &w) || emu_compute_wait(r, w.end))
@@ -87,7 +89,7 @@ static int pps_end(struct emu_rank *r)
     for (size_t k = r->ngrad; k-- > 0;)
         if (all_reduce_one(r, k))
             return -1;
-    return 0;
+    return emu_consumers_join(r);
 }
 
 /* The calls' stream: the compute stream itself with --current-stream. */

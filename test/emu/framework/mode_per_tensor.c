@@ -1,7 +1,8 @@
 /* Naive per-parameter hooks with torch.distributed: one all-reduce per gradient on the process
  * group's stream, which first waits on the compute stream through an event; after the call the
  * work's end event and the future's event are recorded on that stream (handles from the event
- * cache), and work.wait() makes the compute stream wait on the end event. */
+ * cache), and work.wait() makes the compute stream wait on the end event. --consumer: adversarial
+ * consumers right after the call (consumer.c). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -45,6 +46,7 @@ static int per_tensor_ready(struct emu_rank *r, size_t g)
     if (emu_cu(r, emu_gpu->event_record(m->ready, r->compute), "cuEventRecord") ||
         emu_cu(r, emu_gpu->stream_wait_event(m->pg, m->ready), "cuStreamWaitEvent") ||
         emu_allreduce(r, r->iter, r->grad[g], r->grad[g], r->count[g], m->pg) ||
+        emu_consumers_after_call(r, g, m->pg) ||
         emu_record_work(r, m->pg, &m->w[emu_parity(r->iter)][g]))
         return -1;
     if ((long)g == r->opt->host_sync_at && (emu_sync(r, m->pg) || emu_check_after_sync(r, g)))
@@ -80,6 +82,8 @@ static int per_tensor_wait_all(struct emu_rank *r)
 {
     struct per_tensor *m = r->mode;
 
+    if (emu_consumers_join(r))
+        return -1;
     for (size_t g = 0; g < r->ngrad; g++)
         if (work_wait(r, &m->w[emu_parity(r->iter)][g]))
             return -1;

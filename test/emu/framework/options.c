@@ -90,6 +90,26 @@ static const char usage_text[] =
     "                         result right after its call, launched through emuLaunchKernel, an\n"
     "                         emulator entry point that no interposer wraps (a consumer the\n"
     "                         preload cannot see: the check must then fail, not pass silently)\n"
+    "    --consumer NAME[,NAME...]  per-param-sync and per-tensor (repeatable): after every\n"
+    "                         fourth gradient's call (g mod 4 = 0) an adversarial consumer\n"
+    "                         reads the gradient through one path and checks every element:\n"
+    "                           ctx-record    cuCtxRecordEvent(E); a side stream waits on E\n"
+    "                           ctx-wait      cuEventRecord(E) on the call's stream, then\n"
+    "                                         cuCtxWaitEvent(ctx, E); the check on a side stream\n"
+    "                           launch-event  a cuLaunchKernelEx on the call's stream whose\n"
+    "                                         LAUNCH_COMPLETION_EVENT (PROGRAMMATIC_EVENT on odd\n"
+    "                                         iterations) records E; a side stream waits on E\n"
+    "                           graph-wait    E recorded on the call's stream; a graph [event-\n"
+    "                                         wait node E, host node that checks] launched on a\n"
+    "                                         side stream\n"
+    "                           ipc           an interprocess event recorded on the call's\n"
+    "                                         stream and the gradient's cuIpcGetMemHandle go to a\n"
+    "                                         consumer process (needs EMU_CUDA_IPC_MEM=1), which\n"
+    "                                         waits on the event, copies the gradient and sends\n"
+    "                                         it back to be checked\n"
+    "                         The checks run unseen by an interposer (emuLaunchKernel, a host\n"
+    "                         node): only the path orders them. A rank fails when a consumer\n"
+    "                         never began while an interposer held calls, although it held some.\n"
     "    --watchdog-us N      a thread per rank queries (cuEventQuery) the end events of the\n"
     "                         issued all-reduces every N us, as PyTorch's watchdog does "
     "(10..1e6);\n"
@@ -277,6 +297,19 @@ const char *emu_cuda_api_name(enum emu_cuda_api a)
     return a == EMU_CUDA_API_DRIVER ? "driver" : "runtime";
 }
 
+static const char *const consumer_names[EMU_CONSUMER_KINDS] = {
+    [EMU_CONSUMER_CTX_RECORD] = "ctx-record",
+    [EMU_CONSUMER_CTX_WAIT] = "ctx-wait",
+    [EMU_CONSUMER_LAUNCH_EVENT] = "launch-event",
+    [EMU_CONSUMER_GRAPH_WAIT] = "graph-wait",
+    [EMU_CONSUMER_IPC] = "ipc",
+};
+
+const char *emu_consumer_name(enum emu_consumer_kind k)
+{
+    return (unsigned)k < EMU_CONSUMER_KINDS ? consumer_names[k] : "?";
+}
+
 const char *emu_wait_name(enum emu_wait w)
 {
     switch (w) {
@@ -322,6 +355,7 @@ enum {
     OPT_CURRENT_STREAM,
     OPT_SCALE_EACH,
     OPT_UNHOOKED_CONSUMER,
+    OPT_CONSUMER,
     OPT_WATCHDOG_US,
     OPT_LOSS_EVERY,
     OPT_EVAL_EVERY,
@@ -365,6 +399,7 @@ static const struct option long_opts[] = {
     {"current-stream", no_argument, NULL, OPT_CURRENT_STREAM},
     {"scale-each", no_argument, NULL, OPT_SCALE_EACH},
     {"unhooked-consumer", no_argument, NULL, OPT_UNHOOKED_CONSUMER},
+    {"consumer", required_argument, NULL, OPT_CONSUMER},
     {"watchdog-us", required_argument, NULL, OPT_WATCHDOG_US},
     {"loss-every", required_argument, NULL, OPT_LOSS_EVERY},
     {"eval-every", required_argument, NULL, OPT_EVAL_EVERY},
@@ -383,6 +418,32 @@ static int bad(const char *opt, const char *val, const char *what)
     char name[64];
     snprintf(name, sizeof(name), "--%s", opt);
     return prophet_cli_bad_value(PROG, name, val, what);
+}
+
+/* --consumer NAME[,NAME...]: adds each name's bit to o->consumers. */
+static int parse_consumers(const char *opt, const char *arg, struct emu_options *o)
+{
+    const char *p = arg;
+
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        int k = 0;
+
+        while (k < EMU_CONSUMER_KINDS &&
+               (strlen(consumer_names[k]) != n || strncmp(p, consumer_names[k], n)))
+            k++;
+        if (k == EMU_CONSUMER_KINDS)
+            return bad(opt, arg,
+                       "a comma list of ctx-record, ctx-wait, launch-event, "
+                       "graph-wait, ipc");
+        o->consumers |= 1u << k;
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    if (!o->consumers)
+        return bad(opt, arg, "a comma list of ctx-record, ctx-wait, launch-event, graph-wait, ipc");
+    return 0;
 }
 
 static int parse_long(const char *opt, const char *s, long lo, long hi, long *out)
@@ -653,6 +714,8 @@ static int parse_one(int c, const char *arg, struct emu_options *o)
     case OPT_UNHOOKED_CONSUMER:
         o->unhooked_consumer = 1;
         return 0;
+    case OPT_CONSUMER:
+        return parse_consumers(name, arg, o);
     case OPT_WATCHDOG_US:
         return parse_double(name, arg, 10.0, 1e6, &o->watchdog_us) ? 2 : 0;
     }
@@ -720,6 +783,13 @@ static int check_required(struct emu_options *o)
     if (o->unhooked_consumer && (o->mode != EMU_MODE_PER_PARAM_SYNC || o->scale_each)) {
         return prophet_cli_usage_error(PROG, "--unhooked-consumer needs --mode per-param-sync "
                                              "(without --scale-each)");
+    }
+    if (o->consumers && o->mode != EMU_MODE_PER_PARAM_SYNC && o->mode != EMU_MODE_PER_TENSOR) {
+        return prophet_cli_usage_error(PROG, "--consumer needs --mode per-param-sync or "
+                                             "per-tensor");
+    }
+    if (o->consumers && o->wait != EMU_WAIT_ALL) {
+        return prophet_cli_usage_error(PROG, "--consumer needs --wait all");
     }
     if (o->change_at_iter >= 0 && o->mode != EMU_MODE_PER_TENSOR) {
         return prophet_cli_usage_error(PROG, "--change-at-iter needs --mode per-tensor");

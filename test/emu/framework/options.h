@@ -15,6 +15,15 @@
 enum emu_mode { EMU_MODE_PER_TENSOR = 0, EMU_MODE_DDP, EMU_MODE_HOROVOD, EMU_MODE_PER_PARAM_SYNC };
 enum emu_cuda_api { EMU_CUDA_API_RUNTIME = 0, EMU_CUDA_API_DRIVER };
 enum emu_wait { EMU_WAIT_ALL = 0, EMU_WAIT_PER_LAYER, EMU_WAIT_NONE };
+/* --consumer: adversarial consumers of each result (consumer.c), one bit each */
+enum emu_consumer_kind {
+    EMU_CONSUMER_CTX_RECORD = 0, /* cuCtxRecordEvent, a side stream waits on it */
+    EMU_CONSUMER_CTX_WAIT,       /* cuEventRecord on the call's stream, cuCtxWaitEvent */
+    EMU_CONSUMER_LAUNCH_EVENT, /* cuLaunchKernelEx's LAUNCH_COMPLETION_EVENT / PROGRAMMATIC_EVENT */
+    EMU_CONSUMER_GRAPH_WAIT,   /* a built graph: event-wait node, host node that checks */
+    EMU_CONSUMER_IPC,          /* an interprocess event and memory handle, another process */
+    EMU_CONSUMER_KINDS
+};
 
 /* Exit codes of prophet-emu. */
 enum emu_exit {
@@ -32,6 +41,7 @@ struct emu_options {
     int current_stream;         /* per-param-sync: calls on the compute stream (PyTorch 2.8) */
     int scale_each;             /* per-param-sync: a kernel scales each result by 1/ranks */
     int unhooked_consumer; /* --scale-each's kernel through emuLaunchKernel (no interception) */
+    unsigned consumers;    /* --consumer: bit k = enum emu_consumer_kind k */
     double watchdog_us;    /* 0 = off: a thread queries the work end events every N us */
     int iters;
     int warmup;
@@ -69,6 +79,7 @@ struct emu_options {
 const char *emu_mode_name(enum emu_mode m);
 const char *emu_wait_name(enum emu_wait w);
 const char *emu_cuda_api_name(enum emu_cuda_api a);
+const char *emu_consumer_name(enum emu_consumer_kind k);
 
 /* Parses argv into *o. Returns 0 to run, 1 when --help was printed (exit 0), or 2 after printing
  * one line on stderr (exit 2). */

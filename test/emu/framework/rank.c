@@ -548,6 +548,11 @@ int emu_launch_unhooked_check(struct emu_rank *r, size_t g, CUstream s)
                   "emuLaunchKernel (check, unhooked)");
 }
 
+void emu_check_gradient(struct emu_rank *r, int iter, size_t g)
+{
+    check_gradient(r, iter, g, (const float *)(uintptr_t)r->grad[g]);
+}
+
 int emu_check_after_sync(struct emu_rank *r, size_t g)
 {
     check_gradient(r, r->iter, g, (const float *)(uintptr_t)r->grad[g]);
@@ -947,7 +952,7 @@ static int run_loop(struct emu_rank *r)
         }
     }
     r->iter = r->total_iters - 1;
-    if (drain(r))
+    if (drain(r) || emu_consumers_end(r))
         return -1;
     fprintf(stderr,
             "prophet-emu: rank %d: held by the interposer: at most %lld all-reduce(s) at once, "
@@ -970,6 +975,7 @@ static int run_loop(struct emu_rank *r)
 
 static void teardown(struct emu_rank *r)
 {
+    emu_consumers_fini(r);
     if (r->ops && r->mode)
         r->ops->fini(r);
     emu_extras_fini(r);
@@ -1051,7 +1057,7 @@ int emu_rank_main(const struct emu_options *opt, const struct emu_profile *prof,
     if (wait_for_id(sh) ||
         emu_nccl(&r, ncclCommInitRank(&r.comm, r.nranks, sh->id, rank), "ncclCommInitRank"))
         goto out;
-    if (r.ops->init(&r) || emu_tp_init(&r) || emu_extras_init(&r))
+    if (r.ops->init(&r) || emu_tp_init(&r) || emu_extras_init(&r) || emu_consumers_init(&r))
         goto out;
     watchdog_start(&r);
     if (run_loop(&r))

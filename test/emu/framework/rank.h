@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "consumer.h"
 #include "options.h"
 #include "profile.h"
 #include "shared.h"
@@ -127,7 +128,8 @@ struct emu_rank {
     char first_err[512];
 
     const struct emu_mode_ops *ops;
-    void *mode; /* the mode's state */
+    void *mode;                      /* the mode's state */
+    struct emu_consumers *consumers; /* --consumer (consumer.c) */
 
     /* --watchdog-us: end events published for the watchdog thread (a ring of handles) */
 #define EMU_WATCHDOG_SLOTS 256
@@ -195,6 +197,10 @@ int emu_check_after_sync(struct emu_rank *r, size_t g);
 /* --unhooked-consumer: a kernel that checks gradient g of this iteration on stream s, launched
  * through emuLaunchKernel (no interposer sees it). */
 int emu_launch_unhooked_check(struct emu_rank *r, size_t g, CUstream s);
+
+/* Checks gradient g of iteration `iter` where it stands now (emulated device memory is host
+ * memory), as the end-of-iteration check does; a wrong element is recorded as the rank's error. */
+void emu_check_gradient(struct emu_rank *r, int iter, size_t g);
 
 /* Launches the kernel d[i] *= f (i < n) on stream s. */
 int emu_launch_scale(struct emu_rank *r, CUdeviceptr d, uint64_t n, float f, CUstream s);
