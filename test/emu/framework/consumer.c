@@ -6,7 +6,12 @@
  *                 then a kernel on s by cuLaunchKernelEx whose LAUNCH_COMPLETION_EVENT (odd
  *                 iterations: PROGRAMMATIC_EVENT) attribute records E; side waits on E and checks
  *   graph-wait    cuEventRecord(E, s); a graph built node by node [event-wait node on E, host node
- *                 that checks], instantiated and launched on side
+ *                 that checks], instantiated and launched on side (the emulated driver has no
+ *                 kernel nodes: the host node is the graph's reader)
+ *   ipc           cuEventRecord(E, s) of an interprocess event; the rank's consumer process
+ *                 (consumer_ipc.c), which opened E and the gradients' memory handles, waits on E,
+ *                 copies the gradient and answers with it; the rank waits for the answer and checks
+ *                 it (needs EMU_CUDA_IPC_MEM=1: the emulated driver shares only such memory)
  * s is the call's stream. The checks are launched with emuLaunchKernel (or are a graph's host
  * node), which no interposer sees. The compute stream waits for the side stream once per
  * iteration (emu_consumers_join), before the next backward writes the gradients again. */
@@ -17,12 +22,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "consumer_ipc.h"
 #include "emu_cuda.h"
 #include "gpu.h"
 #include "rank.h"
 
-#define EMU_CONSUMER_EVERY 4 /* gradients g with g mod 4 = 0: blocks of several calls still form   \
-                              */
+#define EMU_CONSUMER_EVERY                                                                         \
+    4 /* gradients g with g mod 4 = 0: blocks of several calls still form                          \
+       */
 
 struct emu_consumers {
     CUcontext ctx;
@@ -34,6 +41,9 @@ struct emu_consumers {
     _Atomic unsigned long long checked[EMU_CONSUMER_KINDS]; /* checks that ran */
     unsigned long long begun[EMU_CONSUMER_KINDS];           /* consumers issued */
     unsigned long long held_at[EMU_CONSUMER_KINDS];         /* issued while calls were held */
+    struct emu_ipc_peer peer;                               /* ipc: the consumer process */
+    CUipcMemHandle *mem;                                    /* ipc: per gradient */
+    float *ipc_buf; /* ipc: the values read, max_count floats */
 };
 
 struct consumer_check {
@@ -56,6 +66,46 @@ static int has(const struct emu_rank *r, enum emu_consumer_kind k)
     return (r->opt->consumers >> k) & 1u;
 }
 
+/* ipc: the interprocess event, every gradient's memory handle (now, while no work on them is in
+ * flight: the emulated driver moves an allocation at its first handle), the consumer process. */
+static int ipc_init(struct emu_rank *r)
+{
+    struct emu_consumers *c = r->consumers;
+
+    c->mem = calloc(r->ngrad, sizeof(*c->mem));
+    c->ipc_buf = malloc(r->max_count * sizeof(float));
+    if (!c->mem || !c->ipc_buf)
+        return emu_cu(r, CUDA_ERROR_OUT_OF_MEMORY, "consumers (ipc)");
+    if (emu_cu(r,
+               cuEventCreate(&c->ev[EMU_CONSUMER_IPC],
+                             CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING),
+               "cuEventCreate (CU_EVENT_INTERPROCESS)"))
+        return -1;
+    for (size_t g = 0; g < r->ngrad; g++)
+        if (emu_cu(r, cuIpcGetMemHandle(&c->mem[g], r->grad[g]),
+                   "cuIpcGetMemHandle (--consumer ipc needs EMU_CUDA_IPC_MEM=1)"))
+            return -1;
+    if (emu_ipc_peer_start(&c->peer, c->ev[EMU_CONSUMER_IPC], r->device)) {
+        fprintf(stderr, "prophet-emu: rank %d: cannot start the ipc consumer\n", r->rank);
+        return -1;
+    }
+    return 0;
+}
+
+/* ipc: the consumer process reads gradient g behind E's latest record; the rank checks it. */
+static int ipc_check(struct emu_rank *r, size_t g)
+{
+    struct emu_consumers *c = r->consumers;
+
+    if (emu_ipc_peer_read(&c->peer, g, &c->mem[g], emu_grad_bytes(r, g), c->ipc_buf)) {
+        fprintf(stderr, "prophet-emu: rank %d: ipc consumer failed\n", r->rank);
+        return -1;
+    }
+    emu_check_gradient(r, r->iter, g, c->ipc_buf);
+    atomic_fetch_add(&c->checked[EMU_CONSUMER_IPC], 1);
+    return 0;
+}
+
 int emu_consumers_init(struct emu_rank *r)
 {
     struct emu_consumers *c;
@@ -71,10 +121,13 @@ int emu_consumers_init(struct emu_rank *r)
         emu_cu(r, emu_gpu->event_create(&c->join[0], CU_EVENT_DISABLE_TIMING), "cuEventCreate") ||
         emu_cu(r, emu_gpu->event_create(&c->join[1], CU_EVENT_DISABLE_TIMING), "cuEventCreate"))
         return -1;
+    c->peer.fd = -1;
     for (int k = 0; k < EMU_CONSUMER_KINDS; k++)
-        if (has(r, (enum emu_consumer_kind)k) &&
+        if (k != EMU_CONSUMER_IPC && has(r, (enum emu_consumer_kind)k) &&
             emu_cu(r, cuEventCreate(&c->ev[k], CU_EVENT_DISABLE_TIMING), "cuEventCreate"))
             return -1;
+    if (has(r, EMU_CONSUMER_IPC) && ipc_init(r))
+        return -1;
     if (has(r, EMU_CONSUMER_LAUNCH_EVENT) &&
         (emu_cu(r, cuModuleLoadData(&c->mod, &nop_image), "cuModuleLoadData") ||
          emu_cu(r, cuModuleGetFunction(&c->nop, c->mod, "nop"), "cuModuleGetFunction")))
@@ -87,7 +140,7 @@ static void check_fn(void *p)
 {
     struct consumer_check *a = p;
 
-    emu_check_gradient(a->r, a->iter, a->g);
+    emu_check_gradient(a->r, a->iter, a->g, (const float *)(uintptr_t)a->r->grad[a->g]);
     atomic_fetch_add(&a->r->consumers->checked[a->k], 1);
     free(a);
 }
@@ -192,6 +245,10 @@ static int consume(struct emu_rank *r, enum emu_consumer_kind k, size_t g, CUstr
         if (emu_cu(r, cuEventRecord(e, s), "cuEventRecord"))
             return -1;
         return graph_check(r, e, g);
+    case EMU_CONSUMER_IPC:
+        if (emu_cu(r, cuEventRecord(e, s), "cuEventRecord (interprocess)"))
+            return -1;
+        return ipc_check(r, g);
     default:
         return 0;
     }
@@ -270,6 +327,7 @@ void emu_consumers_fini(struct emu_rank *r)
 
     if (!c)
         return;
+    emu_ipc_peer_stop(&c->peer);
     for (int k = 0; k < EMU_CONSUMER_KINDS; k++)
         if (c->ev[k])
             cuEventDestroy(c->ev[k]);
@@ -280,6 +338,8 @@ void emu_consumers_fini(struct emu_rank *r)
         emu_gpu->stream_destroy(c->side);
     if (c->mod)
         cuModuleUnload(c->mod);
+    free(c->mem);
+    free(c->ipc_buf);
     free(c);
     r->consumers = NULL;
 }

@@ -2,6 +2,9 @@
  * emulated GPU cluster, for end-to-end tests of the NCCL interposer. See --help and README.md. */
 #include <nccl.h>
 #include <stdio.h>
+#include <string.h>
+
+#include "consumer_ipc.h"
 
 #include "launch.h"
 #include "options.h"
@@ -16,6 +19,8 @@ int main(int argc, char **argv)
     struct emu_shared *sh = NULL;
     int code, ok;
 
+    if (argc == 3 && !strcmp(argv[1], EMU_IPC_CHILD_ARG))
+        return emu_ipc_child_main(argv[2]); /* --consumer ipc's consumer process */
     code = emu_options_parse(argc, argv, &opt);
     if (code == 1)
         return EMU_EXIT_OK;

@@ -198,9 +198,9 @@ int emu_check_after_sync(struct emu_rank *r, size_t g);
  * through emuLaunchKernel (no interposer sees it). */
 int emu_launch_unhooked_check(struct emu_rank *r, size_t g, CUstream s);
 
-/* Checks gradient g of iteration `iter` where it stands now (emulated device memory is host
+/* Checks d, gradient g of iteration `iter` as read by a consumer (emulated device memory is host
  * memory), as the end-of-iteration check does; a wrong element is recorded as the rank's error. */
-void emu_check_gradient(struct emu_rank *r, int iter, size_t g);
+void emu_check_gradient(struct emu_rank *r, int iter, size_t g, const float *d);
 
 /* Launches the kernel d[i] *= f (i < n) on stream s. */
 int emu_launch_scale(struct emu_rank *r, CUdeviceptr d, uint64_t n, float f, CUstream s);
