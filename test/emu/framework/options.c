@@ -90,9 +90,10 @@ static const char usage_text[] =
     "                         result right after its call, launched through emuLaunchKernel, an\n"
     "                         emulator entry point that no interposer wraps (a consumer the\n"
     "                         preload cannot see: the check must then fail, not pass silently)\n"
-    "    --consumer NAME[,NAME...]  per-param-sync and per-tensor (repeatable): after every\n"
-    "                         fourth gradient's call (g mod 4 = 0) an adversarial consumer\n"
-    "                         reads the gradient through one path and checks every element:\n"
+    "    --consumer NAME[,NAME...]  per-param-sync and per-tensor, --wait all (repeatable):\n"
+    "                         after every fourth gradient's call (g mod 4 = 0) an adversarial\n"
+    "                         consumer reads the gradient through one path and checks every\n"
+    "                         element:\n"
     "                           ctx-record    cuCtxRecordEvent(E); a side stream waits on E\n"
     "                           ctx-wait      cuEventRecord(E) on the call's stream, then\n"
     "                                         cuCtxWaitEvent(ctx, E); the check on a side stream\n"
@@ -423,27 +424,24 @@ static int bad(const char *opt, const char *val, const char *what)
 /* --consumer NAME[,NAME...]: adds each name's bit to o->consumers. */
 static int parse_consumers(const char *opt, const char *arg, struct emu_options *o)
 {
+    static const char what[] = "a comma list of ctx-record, ctx-wait, launch-event, "
+                               "graph-wait, ipc";
     const char *p = arg;
 
-    while (*p) {
+    for (;;) {
         size_t n = strcspn(p, ",");
         int k = 0;
 
         while (k < EMU_CONSUMER_KINDS &&
                (strlen(consumer_names[k]) != n || strncmp(p, consumer_names[k], n)))
             k++;
-        if (k == EMU_CONSUMER_KINDS)
-            return bad(opt, arg,
-                       "a comma list of ctx-record, ctx-wait, launch-event, "
-                       "graph-wait, ipc");
+        if (k == EMU_CONSUMER_KINDS) /* an unknown or empty name */
+            return bad(opt, arg, what);
         o->consumers |= 1u << k;
         p += n;
-        if (*p == ',')
-            p++;
+        if (!*p++)
+            return 0;
     }
-    if (!o->consumers)
-        return bad(opt, arg, "a comma list of ctx-record, ctx-wait, launch-event, graph-wait, ipc");
-    return 0;
 }
 
 static int parse_long(const char *opt, const char *s, long lo, long hi, long *out)

@@ -284,6 +284,12 @@ def case_bad_option(emu, profile, mode):
         base + ["--tp-elements", "16"],
         base + ["--accumulate", "0"],
         base + ["--accumulate", "65"],
+        base + ["--consumer", "ctx-record"],  # ddp
+        base[:4] + ["--mode", "per-tensor", "--iters", "2", "--consumer", "ctx-records"],
+        base[:4] + ["--mode", "per-tensor", "--iters", "2", "--consumer", "ipc,"],
+        base[:4] + ["--mode", "per-tensor", "--iters", "2", "--consumer", ","],
+        base[:4] + ["--mode", "per-param-sync", "--iters", "2", "--consumer", "ipc",
+                    "--wait", "per-layer"],
         ["--ranks", "2", "--profile", profile, "--mode", "per-tensor", "--iters", "2",
          "--bucket-view"],
         ["--ranks", "2", "--mode", "ddp", "--iters", "2"],
