@@ -83,6 +83,10 @@ int emu_ipc_peer_start(struct emu_ipc_peer *p, CUevent ev, int device)
     argv[3] = NULL;
     p->pid = fork();
     if (p->pid == 0) {
+        /* none of the rank's descriptors (its communicator's sockets) stay open in the peer */
+        for (int fd = 3; fd < 1024; fd++)
+            if (fd != sv[1])
+                close(fd);
         execv("/proc/self/exe", argv);
         _exit(127);
     }
