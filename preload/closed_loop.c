@@ -39,7 +39,9 @@ int prophet_loop_on(void)
 void prophet_loop_reset(prophet_comm_t *c)
 {
     c->loop.in_force = PROPHET_CAND_NONE;
-    c->loop.kept_cand = PROPHET_CAND_NONE;
+    /* before any choice the job runs what it ran while the preload learned, passthrough: the
+     * incumbent that trial_iters counts against (and the first round's duels defend) */
+    c->loop.kept_cand = PROPHET_CAND_PASSTHROUGH;
     c->loop.direct = 0;
     c->loop.chosen = 0;
     c->loop.iter_start_us = 0;

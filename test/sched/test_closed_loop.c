@@ -247,7 +247,9 @@ static int trace_run(const trace_t *t)
     prophet_plan_t *plan = malloc(sizeof(*plan));
     uint32_t agree = t->first_plan, in_force = PROPHET_CAND_NONE, next = PROPHET_CAND_NONE;
     uint32_t phase = PROPHET_TRIAL_OFF, next_phase = PROPHET_TRIAL_OFF, last_phase = 0;
-    uint32_t kept = PROPHET_CAND_NONE, switch_at = 0, trial_iters = 0, iters_on = 0;
+    /* before any choice the job runs passthrough (as while the preload learned): the incumbent
+     * the trial share counts against, as the preload's trial_iters= does */
+    uint32_t kept = PROPHET_CAND_PASSTHROUGH, switch_at = 0, trial_iters = 0, iters_on = 0;
     int rounds = 0, agreements = 0;
     uint32_t kept_at[MAX_EV];
     uint64_t rng = t->seed;
