@@ -39,6 +39,12 @@
  *                          cuEventRecordWithFlags(EXTERNAL) on that stream and
  *                          cuStreamWaitEvent(EXTERNAL) on the virtual record: the driver must see
  *                          both flags (emuEventExternalOps)
+ *   hold-gaps crosscomm    two communicators: comm 0 (two calls, held) and comm 1, one call an
+ *                          iteration (a tensor-parallel-like comm: it never holds, its calls take
+ *                          the preload's own path); after comm 0's call 0, comm 1's stream waits on
+ *                          an event recorded behind it (virtual) and comm 1 all-reduces at once,
+ *                          with no kernel between; a host function behind that call reads comm
+ *                          0's call 0 (run with CUDA_DEVICE_MAX_CONNECTIONS=1 too: the one queue)
  * A scenario fails when nothing was held at its consumer ("nothing held"). Prints "rank R:
  * SCENARIO: ... exact" per rank; exit 0 when every rank passed. */
 #include <signal.h>
@@ -425,6 +431,20 @@ static int is_item3(void)
     return 0;
 }
 
+static int g_cross;
+static CUevent g_cross_ev;
+
+/* crosscomm: comm 0's call-0 result, read on the GPU timeline behind comm 1's call. */
+static void cross_check_fn(void *arg)
+{
+    struct legacy_check *lc = arg;
+    const float *p = (const float *)(uintptr_t)cs[0].buf[0];
+
+    for (int i = 0; i < count_of(0) && lc->bad < 0; i++)
+        if (p[i] != sum_of(lc->nranks, 0, 0, lc->it))
+            lc->bad = 0;
+}
+
 static int consume(int rank, int nranks, int it, long long *held_at)
 {
     long long h = held_now();
@@ -442,6 +462,13 @@ static int consume(int rank, int nranks, int it, long long *held_at)
             FAIL("deps: a host function on the legacy stream read comm %d's call 0 of iteration "
                  "%d before its all-reduce ran",
                  lc.bad, it);
+    } else if (g_cross) {
+        /* comm 1's stream waits on an event recorded behind comm 0's call 0; comm 1's call
+         * follows at once (rank_main), then a host function reads comm 0's call 0 */
+        g_lc = (struct legacy_check){rank, nranks, it, -1, NULL};
+        PT_CU(cuEventRecord(g_cross_ev, cs[0].s));
+        PT_CU(cuStreamWaitEvent(cs[1].s, g_cross_ev, 0));
+        return 0;
     } else if (!strcmp(g_scenario, "fork")) {
         if (it == 30 && fork_and_wait(rank))
             return 1;
@@ -486,6 +513,8 @@ static int rank_main(int rank, int nranks, const ncclUniqueId *id)
     g_ctx = ctx;
     if (is_item3() && item3_setup(rank))
         return 1;
+    if (g_cross)
+        PT_CU(cuEventCreate(&g_cross_ev, CU_EVENT_DISABLE_TIMING));
     if (!strcmp(g_scenario, "simulate"))
         PT_NCCL(ncclCommSplit(parent, 0, rank, &side, NULL));
     for (int c = 0; c < g_ncomm; c++) {
@@ -505,21 +534,31 @@ static int rank_main(int rank, int nranks, const ncclUniqueId *id)
         if (side && it == 2 && simulate_group(rank, side, it))
             return 1;
         for (int c = 0; c < g_ncomm; c++)
-            if (issue(rank, c, 0, it))
+            if (!(g_cross && c == 1) && issue(rank, c, 0, it))
                 return 1;
         if (consume(rank, nranks, it, &held_at))
             return 1;
-        for (int c = 0; c < g_ncomm; c++)
+        /* crosscomm: comm 1's call first, while comm 0's block is still open */
+        for (int j = 0; j < g_ncomm; j++) {
+            int c = g_cross ? g_ncomm - 1 - j : j;
             if (issue(rank, c, 1, it))
                 return 1;
+        }
         if (is_item3() && item3_after(rank, it))
             return 1;
+        if (g_cross) /* behind comm 1's call: a read of comm 0's call 0 */
+            PT_CU(cuLaunchHostFunc(cs[1].s, cross_check_fn, &g_lc));
         PT_CU(cuCtxSynchronize());
         if (is_item3() && item3_check(rank, it))
             return 1;
+        if (g_cross && g_lc.bad >= 0)
+            FAIL("crosscomm: iteration %d: a host function behind comm 1's call read comm 0's "
+                 "call 0 before its all-reduce ran",
+                 it);
         for (int c = 0; c < g_ncomm; c++)
             for (int k = 0; k < 2; k++)
-                if (read_exact(rank, nranks, c, k, it, "end of iteration"))
+                if (!(g_cross && c == 1 && k == 0) &&
+                    read_exact(rank, nranks, c, k, it, "end of iteration"))
                     return 1;
     }
     if (held_at <= 0)
@@ -542,11 +581,15 @@ int main(int argc, char **argv)
     g_ncomm = argc > 2 ? atoi(argv[2]) : 1;
     if (!strcmp(g_scenario, "deps"))
         g_blocking = 1;
+    if (!strcmp(g_scenario, "crosscomm")) {
+        g_cross = 1;
+        g_ncomm = 2;
+    }
     if (g_ncomm < 1 || g_ncomm > MAXCOMM ||
         (strcmp(g_scenario, "comms") && strcmp(g_scenario, "deps") && strcmp(g_scenario, "fork") &&
-         strcmp(g_scenario, "simulate") && !is_item3())) {
+         strcmp(g_scenario, "simulate") && !g_cross && !is_item3())) {
         fprintf(stderr, "usage: hold-gaps comms|deps|fork|simulate|ctxrecord|ctxwait|launchattr|"
-                        "graph|external [NCOMM]\n");
+                        "graph|external|crosscomm [NCOMM]\n");
         return 2;
     }
     return pt_run_ranks(2, rank_main);
