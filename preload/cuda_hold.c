@@ -786,6 +786,33 @@ out:
     return handled;
 }
 
+static int hold_one_queue(void);
+
+/* One hardware queue: a stream may not become virtually behind another thread's open block. Its
+ * thread could later gate it on that block from the preload's own path (an NCCL call inside a
+ * user group, with the comm lock held, cannot release another thread's block), and the gate would
+ * sit ahead of the block's launch in the one queue. So a wait on a virtual record of another
+ * thread's open blocks waits on the host for their release here, where no comm lock is held, as a
+ * host synchronisation does (rule 6). Called locked; drops the lock while it waits. */
+static void hold_one_queue_wait_foreign(CUevent e)
+{
+    hold_depset_t foreign = {0};
+    hold_rec_t *r = hold_rec_find(e);
+    pthread_t self = pthread_self();
+
+    if (!r || !r->virt)
+        return;
+    for (int i = 0; i < r->deps.n; i++) {
+        hold_comm_t *hc = hold_comm(r->deps.d[i].c);
+        if (hc && hold_is_open(&r->deps.d[i]) && !pthread_equal(hc->owner, self) &&
+            hold_dep_add(&foreign, r->deps.d[i].c, r->deps.d[i].gen) != 0)
+            prophet_msg(PROPHET_LOG_WARN, "out of memory collecting the held blocks to wait for");
+    }
+    if (foreign.n)
+        hold_release_or_wait(foreign.d, foreign.n);
+    hold_depset_free(&foreign);
+}
+
 int prophet_hold_stream_wait_event(CUstream s, CUevent e, int ptsz, CUresult *rc)
 {
     hold_stream_t *h;
@@ -795,6 +822,8 @@ int prophet_hold_stream_wait_event(CUstream s, CUevent e, int ptsz, CUresult *rc
     if (hold_skip())
         return 0;
     HOLD_LOCK();
+    if (hold_one_queue())
+        hold_one_queue_wait_foreign(e); /* before the stream is looked up: drops the lock */
     if (!(h = hold_stream(s, ptsz)))
         goto out;
     r = hold_rec_find(e);

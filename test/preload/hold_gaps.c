@@ -45,8 +45,17 @@
  *                          an event recorded behind it (virtual) and comm 1 all-reduces at once,
  *                          with no kernel between; a host function behind that call reads comm
  *                          0's call 0 (run with CUDA_DEVICE_MAX_CONNECTIONS=1 too: the one queue)
+ *   hold-gaps othergroup   two communicators, each issued by its own thread: the main thread's
+ *                          comm 0 (two calls, held) records an event behind call 0 (virtual) and
+ *                          hands it to a second thread, which, inside ncclGroupStart/End, makes
+ *                          its stream wait on it and all-reduces on comm 1 (one call an
+ *                          iteration), then a host function reads comm 0's call 0; the main thread
+ *                          issues call 1 (closing the block) 30 ms later. With one hardware queue a
+ *                          gate on the still-open block, placed from the group's call, sat ahead of
+ *                          the block's launch: a hang (run under timeout)
  * A scenario fails when nothing was held at its consumer ("nothing held"). Prints "rank R:
  * SCENARIO: ... exact" per rank; exit 0 when every rank passed. */
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -445,6 +454,100 @@ static void cross_check_fn(void *arg)
             lc->bad = 0;
 }
 
+/* ---- othergroup: a second thread's group behind the main thread's open block ---------------- */
+
+static int g_other;
+static pthread_mutex_t og_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t og_cond = PTHREAD_COND_INITIALIZER;
+static int og_stage, og_it, og_rank, og_nranks, og_err; /* stage: 0 idle, 1 go, 2 issued, 3 stop */
+
+static void og_set(int stage)
+{
+    pthread_mutex_lock(&og_lock);
+    og_stage = stage;
+    pthread_cond_broadcast(&og_cond);
+    pthread_mutex_unlock(&og_lock);
+}
+
+static void og_await(int stage)
+{
+    pthread_mutex_lock(&og_lock);
+    while (og_stage != stage)
+        pthread_cond_wait(&og_cond, &og_lock);
+    pthread_mutex_unlock(&og_lock);
+}
+
+static void *og_thread(void *arg)
+{
+    (void)arg;
+    if (cuCtxSetCurrent(g_ctx) != CUDA_SUCCESS)
+        og_err = 1;
+    for (;;) {
+        pthread_mutex_lock(&og_lock);
+        while (og_stage != 1 && og_stage != 3)
+            pthread_cond_wait(&og_cond, &og_lock);
+        int stop = og_stage == 3, it = og_it;
+        pthread_mutex_unlock(&og_lock);
+        if (stop)
+            return NULL;
+        g_lc = (struct legacy_check){og_rank, og_nranks, it, -1, NULL};
+        if (ncclGroupStart() != ncclSuccess ||
+            cuStreamWaitEvent(cs[1].s, g_cross_ev, 0) != CUDA_SUCCESS ||
+            ncclAllReduce((void *)cs[1].buf[1], (void *)cs[1].buf[1], count_of(1), ncclFloat32,
+                          ncclSum, cs[1].comm, cs[1].s) != ncclSuccess ||
+            ncclGroupEnd() != ncclSuccess ||
+            cuLaunchHostFunc(cs[1].s, cross_check_fn, &g_lc) != CUDA_SUCCESS)
+            og_err = 1;
+        og_set(2);
+    }
+}
+
+/* The main thread's loop of othergroup (the second thread issues comm 1's calls). */
+static int og_loop(int rank, int nranks, long long *held_at)
+{
+    pthread_t t;
+    struct timespec pause = {0, 30 * 1000 * 1000};
+
+    og_rank = rank;
+    og_nranks = nranks;
+    if (pthread_create(&t, NULL, og_thread, NULL) != 0)
+        FAIL("othergroup: pthread_create");
+    for (int it = 0; it < ITERS; it++) {
+        for (int k = 0; k < 2; k++)
+            pt_fill(cs[0].buf[k], value_of(rank, 0, k, it), count_of(k), cs[0].s);
+        pt_fill(cs[1].buf[1], value_of(rank, 1, 1, it), count_of(1), cs[1].s);
+        PT_CU(cuStreamSynchronize(cs[1].s)); /* comm 1's input ready before the other thread */
+        if (issue(rank, 0, 0, it))
+            return 1;
+        if (held_now() > *held_at)
+            *held_at = held_now();
+        PT_CU(cuEventRecord(g_cross_ev, cs[0].s));
+        pthread_mutex_lock(&og_lock);
+        og_it = it;
+        pthread_mutex_unlock(&og_lock);
+        og_set(1);
+        nanosleep(&pause, NULL); /* the other thread waits and issues its group meanwhile */
+        if (issue(rank, 0, 1, it))
+            return 1;
+        og_await(2);
+        PT_CU(cuCtxSynchronize());
+        if (og_err)
+            FAIL("othergroup: the second thread's calls failed");
+        if (g_lc.bad >= 0)
+            FAIL("othergroup: iteration %d: a host function behind the second thread's call read "
+                 "comm 0's call 0 before its all-reduce ran",
+                 it);
+        if (read_exact(rank, nranks, 0, 0, it, "othergroup") ||
+            read_exact(rank, nranks, 0, 1, it, "othergroup") ||
+            read_exact(rank, nranks, 1, 1, it, "othergroup"))
+            return 1;
+        og_set(0);
+    }
+    og_set(3);
+    pthread_join(t, NULL);
+    return 0;
+}
+
 static int consume(int rank, int nranks, int it, long long *held_at)
 {
     long long h = held_now();
@@ -513,7 +616,7 @@ static int rank_main(int rank, int nranks, const ncclUniqueId *id)
     g_ctx = ctx;
     if (is_item3() && item3_setup(rank))
         return 1;
-    if (g_cross)
+    if (g_cross || g_other)
         PT_CU(cuEventCreate(&g_cross_ev, CU_EVENT_DISABLE_TIMING));
     if (!strcmp(g_scenario, "simulate"))
         PT_NCCL(ncclCommSplit(parent, 0, rank, &side, NULL));
@@ -527,7 +630,7 @@ static int rank_main(int rank, int nranks, const ncclUniqueId *id)
             PT_CU(cuMemAlloc(&cs[c].buf[k], COUNT * sizeof(float)));
         cs[c].held.comm = cs[c].comm;
     }
-    for (int it = 0; it < ITERS; it++) {
+    for (int it = 0; it < ITERS && !g_other; it++) {
         for (int c = 0; c < g_ncomm; c++)
             for (int k = 0; k < 2; k++)
                 pt_fill(cs[c].buf[k], value_of(rank, c, k, it), count_of(k), cs[c].s);
@@ -561,6 +664,8 @@ static int rank_main(int rank, int nranks, const ncclUniqueId *id)
                     read_exact(rank, nranks, c, k, it, "end of iteration"))
                     return 1;
     }
+    if (g_other && og_loop(rank, nranks, &held_at))
+        return 1;
     if (held_at <= 0)
         FAIL("%s: nothing held at the consumer: nothing to test", g_scenario);
     if (side)
@@ -585,11 +690,15 @@ int main(int argc, char **argv)
         g_cross = 1;
         g_ncomm = 2;
     }
+    if (!strcmp(g_scenario, "othergroup")) {
+        g_other = 1;
+        g_ncomm = 2;
+    }
     if (g_ncomm < 1 || g_ncomm > MAXCOMM ||
         (strcmp(g_scenario, "comms") && strcmp(g_scenario, "deps") && strcmp(g_scenario, "fork") &&
-         strcmp(g_scenario, "simulate") && !g_cross && !is_item3())) {
+         strcmp(g_scenario, "simulate") && !g_cross && !g_other && !is_item3())) {
         fprintf(stderr, "usage: hold-gaps comms|deps|fork|simulate|ctxrecord|ctxwait|launchattr|"
-                        "graph|external|crosscomm [NCOMM]\n");
+                        "graph|external|crosscomm|othergroup [NCOMM]\n");
         return 2;
     }
     return pt_run_ranks(2, rank_main);
