@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "log_line.h"
+#include "debug_log/log_line.h"
 
 prophet_config_t prophet_cfg;
 
