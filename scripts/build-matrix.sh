@@ -46,7 +46,7 @@ for cc in $compilers; do
   done
 done
 # The optional parts' other files (stubs that CMake picks instead of #ifdef branches): the
-# preload without the schedule-log writer (preload/log_bridge_stub.c), built once, and its file
+# preload without the schedule-log writer (preload/schedule_log/log_bridge_stub.c), built once, and its file
 # graph checked like the default one.
 dir=$out/gcc-nolog
 t0=$SECONDS

@@ -388,10 +388,10 @@ def main():
             a = events[0]
         rows.append(f'    H({sym}, "{proc}", {kind}, {ptsz}, {cur}, ({params}), {args}, {a}, {b}, {c})')
     out = []
-    out.append("""/* The CUDA driver entry points that libprophet.so wraps (preload/cuda_hooks.c), one line each:
+    out.append("""/* The CUDA driver entry points that libprophet.so wraps (preload/cuda_api/cuda_hooks.c), one line each:
  *   H(symbol, name asked for by cuGetProcAddress, kind, ptsz, current, (parameters), (arguments),
  *     a, b, c)
- * kind: what the wrapper asks the holding engine (preload/cuda_hold.h) before the driver runs:
+ * kind: what the wrapper asks the holding engine (preload/holding/holding.h) before the driver runs:
  *   RECORD (a event, b stream, c flags), WAIT (a stream, b event, c flags), WORK (a stream: real
  *   work enqueued; NULL for the deprecated launches on the default stream), GRAPH_LAUNCH (a
  *   stream), LAUNCH_EX (a stream, b config: its event attributes), MULTI_WORK (a launch parameter
@@ -425,7 +425,7 @@ def main():
  * each entry that cuda.h maps its name to (current = 1), the requested versions (first, last) that
  * get this entry's ABI (cudaTypedefs.h's PFN_<name>_v<version> of the same parameter types, up to
  * the next such version or CUDA_VERSION; 0, 0: unknown). Any other version may get another ABI
- * (preload/cuda_hooks.c hands the driver's answer out unwrapped). */
+ * (preload/cuda_api/cuda_hooks.c hands the driver's answer out unwrapped). */
 #ifndef PROPHET_CUDA_HOOK_ABI
 #define PROPHET_CUDA_HOOK_HEADER_VERSION """ + str(header_version) + """
 /* clang-format off */

@@ -114,7 +114,7 @@ static int split_number(const char *s, double *v, const char **unit)
     return 0;
 }
 
-/* The same parsers as PROPHET_BANDWIDTH and the PROPHET_*_BYTES knobs (preload/config.c). */
+/* The same parsers as PROPHET_BANDWIDTH and the PROPHET_*_BYTES knobs (lib/config/config.c). */
 static int parse_bandwidth(const char *s, double *Bps)
 {
     return prophet_parse_bandwidth(s, Bps);

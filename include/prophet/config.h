@@ -1,5 +1,5 @@
 /* Every PROPHET_* knob, declared once in PROPHET_KNOBS below and parsed and validated in one
- * place (preload/config.c). */
+ * place (lib/config/config.c). */
 #ifndef PROPHET_CONFIG_H
 #define PROPHET_CONFIG_H
 
@@ -47,7 +47,7 @@ typedef enum prophet_bwmon_mode { PROPHET_VALUES_bwmon(PROPHET_ENUM_ITEM) } prop
 #define PROPHET_PATH_MAX 512 /* PATH knobs: up to 511 characters */
 
 /* Every knob, once: X(kind, name, field, type, dflt, lo, hi, shown, help). From this table come
- * prophet_config_t (below), the defaults, the parser and its messages (preload/config.c), the
+ * prophet_config_t (below), the defaults, the parser and its messages (lib/config/config.c), the
  * field map of test/config and README's knob table (scripts/knob-table.sh, checked by ctest
  * config.readme_knobs).
  *   kind   how the value is parsed: BOOL (0/1, true/false, yes/no, on/off), ENUM (one of

@@ -11,7 +11,7 @@
 #include "prophet/config.h"
 
 #define PROPHET_MAX_CALLS 4096 /* schedulable calls per iteration */
-/* A block never has more members than this: the preload's cap (preload/comm_state.h,
+/* A block never has more members than this: the preload's cap (preload/engine/comm_state.h,
  * PROPHET_BLOCK_MAX). Every planner respects it, so a plan block is released as planned. */
 #define PROPHET_PLAN_BLOCK_MAX 64
 

@@ -1,4 +1,4 @@
-/* The process's configuration (settings.c): prophet_cfg, loaded once by prophet_init() (init.c)
+/* The process's configuration (process_config.c): prophet_cfg, loaded once by prophet_init() (init.c)
  * from the PROPHET_* knobs (include/prophet/config.h), read everywhere, written nowhere else. */
 #ifndef PROPHET_SETTINGS_H
 #define PROPHET_SETTINGS_H

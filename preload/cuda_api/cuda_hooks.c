@@ -4,7 +4,7 @@
  * "Interception of the CUDA driver".
  *
  * A wrapper's fast path is one relaxed atomic load (prophet_hold_armed(): nothing held anywhere)
- * and the driver call. Otherwise it asks the holding engine (cuda_hold.h) what its kind requires,
+ * and the driver call. Otherwise it asks the holding engine (holding.h) what its kind requires,
  * and calls the driver unless the engine handled the call; the driver call itself runs "inside"
  * (prophet_hold_enter/leave), so that a driver forwarding one entry point to another is not seen
  * twice. Stream creation and interprocess events are told to the engine whether or not anything
@@ -200,7 +200,7 @@ static void *prophet_cuhook_procaddr(const char *symbol, void *p, int version, c
     return p;
 }
 
-/* ---- what each kind asks the engine (cuda_hold.h) --------------------------------------------
+/* ---- what each kind asks the engine (holding.h) --------------------------------------------
  * PRE: 1 when the engine handled the call (*rcp is the result); POST: after the driver call;
  * POST_ALWAYS: POST runs on the fast path too. a, b, c: the row's arguments (cuda_hook_table.h). */
 #define PROPHET_CUHOOK_PRE_RECORD(ptsz, a, b, c, rcp)                                              \

@@ -73,7 +73,7 @@ void prophet_comm_created(ncclComm_t handle, int rank, int nranks, const ncclCon
     c->order.last_index = UINT32_MAX;
     c->loop.in_force = c->loop.iter_cand = PROPHET_CAND_NONE;
     c->loop.kept_cand =
-        PROPHET_CAND_PASSTHROUGH; /* the incumbent before any choice (closed_loop.c) */
+        PROPHET_CAND_PASSTHROUGH; /* the incumbent before any choice (iteration_samples.c) */
     c->id = atomic_fetch_add(&prophet_next_comm_id, 1);
     atomic_store(&c->alive, 1);
     head = atomic_load(&prophet_comms);

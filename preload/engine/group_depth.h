@@ -1,4 +1,4 @@
-/* Per-thread depth of the user's ncclGroupStart/End (group_state.c): NCCL's depth is per thread. */
+/* Per-thread depth of the user's ncclGroupStart/End (group_depth.c): NCCL's depth is per thread. */
 #ifndef PROPHET_GROUP_STATE_H
 #define PROPHET_GROUP_STATE_H
 

@@ -127,7 +127,7 @@ static void prophet_poll_inflight(prophet_comm_t *c)
 }
 
 /* The stall guard: one WARN per held block whose next member is late while the GPU waits for it
- * (a consumer of a held result is queued behind the block's gate: cuda_hold.c sets gated_gen).
+ * (a consumer of a held result is queued behind the block's gate: holding.c sets gated_gen).
  * A block that is merely open while the host is between two steps keeps the GPU busy with other
  * work, and is no stall. It only reports; the
  * block is released at the next program-order point like any other. It cannot desynchronise the

@@ -687,7 +687,7 @@ static void hold_release_or_wait(hold_dep_t *open, int n)
     }
 }
 
-/* ---- the interface of cuda_hold.h --------------------------------------------------------- */
+/* ---- the interface of holding.h --------------------------------------------------------- */
 
 static int hold_skip(void)
 {
@@ -1465,7 +1465,7 @@ void prophet_hold_ipc_export(CUevent e)
 }
 
 /* ---- issue 37, item 3: context-wide records and waits, graph event nodes, events recorded by
- * launches, EXTERNAL flags (cuda_hold.h) ------------------------------------------------------ */
+ * launches, EXTERNAL flags (holding.h) ------------------------------------------------------ */
 
 static CUevent *hold_graph_events; /* every event named by a graph event node (never shrinks) */
 static int hold_graph_nevents, hold_graph_cap;

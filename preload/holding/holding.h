@@ -1,4 +1,4 @@
-/* What the CUDA driver wrappers (cuda_hooks.c) ask the holding engine (cuda_hold.c), the contract
+/* What the CUDA driver wrappers (cuda_hooks.c) ask the holding engine (holding.c), the contract
  * of docs/completion-holding.md. A wrapper's fast path is prophet_hold_armed(): one relaxed atomic
  * load; zero means nothing is held or tracked anywhere in the process and the wrapper goes straight
  * to the driver. The engine is also skipped while this thread runs the preload's own code

@@ -129,7 +129,7 @@ typedef struct prophet_comm_blocks {
 
 /* Rank 0: an event recorded at an iteration's first call, on its stream. The GPU time between two
  * consecutive marks is the iteration's time as the GPU ran it, under the plan that scheduled its
- * calls, however far the host ran ahead (closed_loop.c). */
+ * calls, however far the host ran ahead (iteration_samples.c). */
 #define PROPHET_LOOP_MARKS 16
 typedef struct prophet_loop_mark {
     CUevent ev; /* NULL: none recorded (the host instant stands in) */
@@ -139,7 +139,7 @@ typedef struct prophet_loop_mark {
     int clean;       /* the iteration is a sample (set at its end: an extra call clears it) */
 } prophet_loop_mark_t;
 
-/* The closed loop (closed_loop.c): which candidate's plan is in force, whether it holds nothing,
+/* The closed loop (iteration_samples.c): which candidate's plan is in force, whether it holds nothing,
  * and on rank 0 the trials and the iteration times that feed them. */
 typedef struct prophet_comm_loop {
     prophet_closed_loop_t *cl; /* rank 0 under the closed loop (sched/closed_loop.c), else NULL */
@@ -179,7 +179,7 @@ typedef struct prophet_comm {
     uint64_t id; /* creation order in the process: the same on every rank */
     int rank, nranks;
     _Atomic int alive;
-    /* cuda_hold.c: the newest block generation a GPU gate was placed for (a consumer queued on the
+    /* holding.c: the newest block generation a GPU gate was placed for (a consumer queued on the
      * GPU behind that block); the stall guard warns only about a block the GPU waits for */
     _Atomic uint32_t gated_gen;
     int blocking;          /* from the config at creation (non-blocking comms pass through) */

@@ -1,5 +1,5 @@
 /* The CUDA driver (cuda_driver.c), loaded at run time (PROPHET_CUDA_LIB): the entry points the
- * preload itself calls. A leaf: it calls only settings.h and log_line.h. */
+ * preload itself calls. A leaf: it calls only process_config.h and log_line.h. */
 #ifndef PROPHET_CUDA_DRIVER_H
 #define PROPHET_CUDA_DRIVER_H
 

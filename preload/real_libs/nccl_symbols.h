@@ -1,5 +1,5 @@
 /* The real NCCL (nccl_symbols.c): its entry points, resolved lazily and once. A leaf: it calls
- * only settings.h and log_line.h. */
+ * only process_config.h and log_line.h. */
 #ifndef PROPHET_NCCL_SYMBOLS_H
 #define PROPHET_NCCL_SYMBOLS_H
 

@@ -1,4 +1,4 @@
-/* Bridge to the JSON schedule log (include/prophet/log.h, preload/log/) when PROPHET_LOG names a
+/* Bridge to the JSON schedule log (include/prophet/log.h, lib/log/) when PROPHET_LOG names a
  * directory. One writer per rank. Built with the log writer (CMake option PROPHET_SCHEDULE_LOG, on
  * by default); without it CMake builds log_bridge_stub.c instead. */
 #include <errno.h>

@@ -43,7 +43,7 @@ doctor 1 -- "$fix/doctor_fixture_dlopen"
 has "^WARN  nccl +.*libnccl.so.2.*loaded with dlopen"
 has "^FAIL  calls +NCCL was loaded but the preload saw none"
 has "^ +fix: "
-# the preload's own exit check (preload/exit_check.c) says it too, and the doctor relays it
+# the preload's own exit check (preload/process/exit_check.c) says it too, and the doctor relays it
 has "^WARN  preload +said: prophet: .*WARN .*none of its calls reached the preload \(.*dlsym"
 echo "dlopen: ok"
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The preload's exit check (preload/exit_check.c): a process that loaded an NCCL whose calls never
+# The preload's exit check (preload/process/exit_check.c): a process that loaded an NCCL whose calls never
 # reached the preload says so in exactly one WARN line at the default level, naming the cause and
 # prophet-doctor; a process whose calls were seen, or that loaded NCCL and never used it, says
 # nothing; PROPHET_DEBUG=NONE and PROPHET_DISABLE=1 silence it as every other line.

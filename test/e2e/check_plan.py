@@ -15,7 +15,7 @@ usage: check_plan.py LOGDIR NRANKS MODE
           choice) calls go straight to NCCL: only its sampled iterations (every SAMPLE_EVERY-th)
           may appear in the log, as measurement iterations. At least one ordinary iteration (or
           one straight to NCCL under passthrough) must have been checked.
-  trials  held, and the closed loop's trials (preload/closed_loop.c, sched/trials.c) add up on
+  trials  held, and the closed loop's trials (preload/engine/iteration_samples.c, sched/trials.c) add up on
           rank 0's log: each trial plan's candidate is in force for its window (the agreements
           next_in iterations apart), each `sample` record (an iteration's GPU time, first call to
           first call) names the candidate in force for its iteration and matches the logged first
@@ -41,7 +41,7 @@ import os
 import sys
 
 MEASURE_EVERY = 8  # PROPHET_MEASURE_EVERY
-SAMPLE_EVERY = 32  # PROPHET_SAMPLE_EVERY (preload/closed_loop.h): measurement under passthrough
+SAMPLE_EVERY = 32  # PROPHET_SAMPLE_EVERY (preload/engine/iteration_samples.h): measurement under passthrough
 BLOCK_MAX = 64  # PROPHET_BLOCK_MAX
 TIE = 0.02  # PROPHET_TRIAL_TIE (include/prophet/sched.h)
 NOISE_Z = 2.0  # PROPHET_TRIAL_NOISE_Z
@@ -298,7 +298,7 @@ class Round:
 
 def every_of(plan):
     """Measurement iterations: one in SAMPLE_EVERY under passthrough and under the plan the trials
-    kept (preload/schedule.c, prophet_measure_step), else one in MEASURE_EVERY."""
+    kept (preload/engine/schedule.c, prophet_measure_step), else one in MEASURE_EVERY."""
     chosen = (plan.get("trial") or {}).get("phase") == "chosen"
     return SAMPLE_EVERY if plan["policy"] == "passthrough" or chosen else MEASURE_EVERY
 
@@ -310,7 +310,7 @@ def check_trials(d):
     if not loop:
         fail("rank 0: no plan carries a trial part (the closed loop did not run)")
     # iteration -> the GPU instant its first call was ready: the closed loop's mark is recorded
-    # on the same stream right before that call's ready event (preload/closed_loop.c)
+    # on the same stream right before that call's ready event (preload/engine/iteration_samples.c)
     start = {}
     for x in d["records"]:
         if x["kind"] == "iteration":
@@ -495,7 +495,7 @@ def main(argv):
                 measured += 1
                 continue
             # a block never has more than BLOCK_MAX members: a longer plan block is released in
-            # runs of BLOCK_MAX from its first call (preload/schedule.c, prophet_closes_block)
+            # runs of BLOCK_MAX from its first call (preload/engine/schedule.c, prophet_closes_block)
             want = [(f, min(f + BLOCK_MAX - 1, b["last"]))
                     for b in p["blocks"] for f in range(b["first"], b["last"] + 1, BLOCK_MAX)]
             if got != want:

@@ -103,7 +103,7 @@ def check_summaries(kv, out):
 def case_kill(build, profdir, kv):
     ranks = int(kv.get("ranks", "4"))
     bound = float(kv.get("bound", "10"))
-    # holding starts once the learned iteration survived 16 iteration starts (preload/schedule.c):
+    # holding starts once the learned iteration survived 16 iteration starts (preload/engine/schedule.c):
     # about iteration 19 for BERT-base per tensor; the kill comes later
     extra = ["--kill-rank", kv.get("rank", "1"), "--kill-at-iter", kv.get("at", "30"),
              "--kill-signal", kv.get("signal", "KILL")]

@@ -1,7 +1,7 @@
 /* fork() after initialisation: each rank initialises CUDA and NCCL under the preload, runs
  * iterations of K all-reduces of different sizes (a K-call iteration to learn), then forks twice in
  * the middle of iteration FORK_AT, after holding started (nothing is held before the learned
- * iteration survived 16 iteration starts, preload/schedule.c):
+ * iteration survived 16 iteration starts, preload/engine/schedule.c):
  * one child does plain work (malloc, stdio, ncclGetVersion through the preload) and exits through
  * exit() so that atexit handlers run; the other execs /bin/sh -c 'exit 7'. Neither may crash or
  * hang (bounded wait); the parent finishes the iteration and runs more, all exact.

@@ -19,7 +19,7 @@ if [ "$got" != "$want" ]; then
     echo "--- missing:"; echo "$want" | grep -vxF "$got"
     exit 1
 fi
-# The preload's own lookups use glibc's dlsym (preload/dlsym_real.c): a call of its own exported
+# The preload's own lookups use glibc's dlsym (preload/real_libs/dlsym_real.c): a call of its own exported
 # dlsym would show as a relocation against it.
 if readelf -rW "$lib" | awk '{print $5}' | grep -qx 'dlsym'; then
     echo "FAIL: libprophet.so calls its own exported dlsym (use prophet_dlsym_real)"
