@@ -9,7 +9,9 @@
 #   - a source includes a header of a wing on its own level or above it ("wing/x.h");
 #   - the file edges form a cycle (inside a wing too);
 #   - a user does not include its owner's header itself ("wing/owner.h"; bw_loader.c's header is
-#     include/prophet/bw.h; a stub X_stub.c implements X.h).
+#     include/prophet/bw.h; a stub X_stub.c implements X.h);
+#   - a wing has no section in preload/README.md ("### `wing/`"), a source file no row there, or a
+#     folder of preload/ is in no level.
 #
 #   scripts/callgraph-check.sh [--edges] [--wings] [--extra-edge 'USER OWNER'] [OBJDIR]
 #     OBJDIR       default build/preload/CMakeFiles/prophet.dir
@@ -26,7 +28,7 @@ while [ $# -gt 0 ]; do
   --edges) show=1 ;;
   --wings) showw=1 ;;
   --extra-edge) extra=$2; shift ;;
-  -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   -*) echo "callgraph-check: unknown option $1" >&2; exit 2 ;;
   *) break ;;
   esac
@@ -51,6 +53,22 @@ for o in $objs; do
   [ "$(level "${f%%/*}")" -ge 0 ] || { echo "callgraph-check: wing ${f%%/*} is not in preload/WINGS" >&2; bad=1; }
   nm "$o" | awk -v f="$f" '$1 ~ /^[0-9a-f]+$/ && $2 ~ /^[TDBRCG]$/ {print $3, f}' >>"$tmp/defs"
   nm "$o" | awk -v f="$f" '$1 == "U" {print $2, f}' >>"$tmp/uses"
+done
+[ $bad -eq 0 ] || exit 1
+# every wing is a folder with its README section, every source file a row in it
+for w in $(awk '{print $1}' "$tmp/levels"); do
+  [ -d "$src/$w" ] || { echo "callgraph-check: wing $w (preload/WINGS) is no folder" >&2; bad=1; continue; }
+  grep -q "^### \`$w/\`" "$src/README.md" ||
+    { echo "callgraph-check: wing $w/ has no section in preload/README.md" >&2; bad=1; }
+  for c in "$src/$w"/*.c; do
+    grep -q "^| \`$(basename "$c")\` |" "$src/README.md" ||
+      { echo "callgraph-check: preload/$w/$(basename "$c") has no row in preload/README.md" >&2; bad=1; }
+  done
+done
+for d in "$src"/*/; do
+  d=$(basename "$d")
+  [ "$d" = include ] || [ "$(level "$d")" -ge 0 ] ||
+    { echo "callgraph-check: preload/$d/ is in no level of preload/WINGS" >&2; bad=1; }
 done
 [ $bad -eq 0 ] || exit 1
 sort -u "$tmp/defs" -o "$tmp/defs"

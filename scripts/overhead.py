@@ -11,7 +11,8 @@
    divided by iterations x ranks. The three are interleaved run by run; medians reported.
 
 3. With --baseline LIB: the same bench's measured child, run N rounds (--pairs, default 40) of
-   direct, baseline, observe, disabled and baseline disabled, in a new random order each round
+   direct, baseline, observe, disabled, baseline disabled, default and baseline default (hold, no
+   knob), in a new random order each round
    (a fixed order favours whichever variant runs first), all against this build's emulated driver and
    NCCL, so that an older libprophet.so is compared with this one on the same machine at the same
    moment (--baseline-env, default PROPHET_GATE=call: the observe-only mode's older name); both
@@ -75,7 +76,9 @@ def compare(a):
                 ("observe (PROPHET_GATE=observe)", {"LD_PRELOAD": lib, "PROPHET_GATE": "observe"}),
                 ("disabled (PROPHET_DISABLE=1)", {"LD_PRELOAD": lib, "PROPHET_DISABLE": "1"}),
                 ("baseline, disabled (PROPHET_DISABLE=1)",
-                 dict(LD_PRELOAD=a.baseline, PROPHET_DISABLE="1", **benv))]
+                 dict(LD_PRELOAD=a.baseline, PROPHET_DISABLE="1", **benv)),
+                ("default (hold, no knob)", {"LD_PRELOAD": lib}),
+                ("baseline, default (hold, no knob)", {"LD_PRELOAD": a.baseline})]
     runs = [[] for _ in variants]
     # Each round runs the variants in a new random order (seeded: the same orders every time).
     # A fixed order biases the figures: with --baseline set to this build's own library, a
@@ -97,6 +100,8 @@ def compare(a):
     print(f"\n   observe below the baseline in {lower} of {a.pairs} rounds")
     lower = sum(n < b for b, n in zip(runs[4], runs[3]))
     print(f"   disabled below the baseline's disabled in {lower} of {a.pairs} rounds")
+    lower = sum(n < b for b, n in zip(runs[6], runs[5]))
+    print(f"   default below the baseline's default in {lower} of {a.pairs} rounds")
 
 
 def main():
