@@ -1,8 +1,11 @@
-/* What the CUDA driver wrappers (cuda_hooks.c) ask the holding engine (cuda_hold.c), the contract
- * of docs/completion-holding.md. A wrapper's fast path is prophet_hold_armed(): one relaxed atomic
- * load; zero means nothing is held or tracked anywhere in the process and the wrapper goes straight
- * to the driver. The engine is also skipped while this thread runs the preload's own code
- * (prophet_hold_inside(): the preload's own CUDA calls and NCCL's calls made on its behalf).
+/* What the CUDA driver wrappers (cuda_hooks.c) ask the holding engine, the contract of
+ * docs/completion-holding.md: the holding wing's interface, the only header of holding/ included
+ * from outside it. The engine is split by concern in holding/hold_*.c (hold_tables.h says which
+ * file keeps which part of the contract). A wrapper's fast path is prophet_hold_armed(): one
+ * relaxed atomic load; zero means nothing is held or tracked anywhere in the process and the
+ * wrapper goes straight to the driver. The engine is also skipped while this thread runs the
+ * preload's own code (prophet_hold_inside(): the preload's own CUDA calls and NCCL's calls made on
+ * its behalf).
  *
  * `ptsz` is 1 when the entry point that was called names the default stream per thread (the
  * `_ptsz`/`_ptds` symbols, or cuGetProcAddress flag CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
