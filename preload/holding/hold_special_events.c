@@ -10,6 +10,7 @@
 
 #include "holding/holding.h"
 #include "holding/hold_tables.h"
+#include "holding/hold_event_set.h"
 #include "holding/hold_gates.h"
 #include "debug_log/log_line.h"
 #include "config/process_config.h"
@@ -20,79 +21,31 @@
  * such handles has its own lock (a leaf: taken under the engine lock, never the other way round),
  * and is looked up only while prophet_hold_nipc_ is nonzero. */
 
-#define HOLD_IPC_BUCKETS 256
-
-typedef struct hold_ipc {
-    struct hold_ipc *next;
-    CUevent ev;
-} hold_ipc_t;
-
 atomic_int prophet_hold_nipc_;
-static pthread_mutex_t hold_ipc_lock = PTHREAD_MUTEX_INITIALIZER;
-static hold_ipc_t *hold_ipcs[HOLD_IPC_BUCKETS];
-/* An interprocess event could not be remembered (out of memory): every record is then real. */
-static atomic_int hold_ipc_untracked;
-
-static hold_ipc_t **hold_ipc_slot(CUevent e)
-{
-    hold_ipc_t **p = &hold_ipcs[prophet_hold_hash_ptr(e, HOLD_IPC_BUCKETS)];
-
-    while (*p && (*p)->ev != e)
-        p = &(*p)->next;
-    return p;
-}
+static hold_evset_t hold_ipcs = HOLD_EVSET_INIT(&prophet_hold_nipc_);
+static atomic_int hold_ipcs_warned;
 
 void prophet_hold_ipc_event(CUevent e)
 {
-    hold_ipc_t **p, *x;
-
     if (!e || prophet_hold_forked) /* a forked child's engine is off: every record real */
         return;
     prophet_hold_fork_guard();
-    pthread_mutex_lock(&hold_ipc_lock);
-    p = hold_ipc_slot(e);
-    if (!*p) {
-        if ((x = calloc(1, sizeof(*x))) != NULL) {
-            x->ev = e;
-            *p = x;
-            atomic_fetch_add(&prophet_hold_nipc_, 1);
-        } else if (!atomic_exchange(&hold_ipc_untracked, 1)) {
-            atomic_fetch_add(&prophet_hold_nipc_, 1); /* keeps every record looking */
-            prophet_msg(PROPHET_LOG_WARN, "out of memory remembering an interprocess event: "
-                                          "every event record is made real from now on");
-        }
-    }
-    pthread_mutex_unlock(&hold_ipc_lock);
+    /* not remembered: every record is then real (the set answers "has" for every handle) */
+    if (prophet_hold_evset_add(&hold_ipcs, e) != 0 && !atomic_exchange(&hold_ipcs_warned, 1))
+        prophet_msg(PROPHET_LOG_WARN, "out of memory remembering an interprocess event: "
+                                      "every event record is made real from now on");
 }
 
 void prophet_hold_ipc_forget(CUevent e)
 {
-    hold_ipc_t **p, *x;
-
     if (prophet_hold_forked)
         return;
-    pthread_mutex_lock(&hold_ipc_lock);
-    p = hold_ipc_slot(e);
-    if ((x = *p) != NULL) {
-        *p = x->next;
-        free(x);
-        atomic_fetch_sub(&prophet_hold_nipc_, 1);
-    }
-    pthread_mutex_unlock(&hold_ipc_lock);
+    prophet_hold_evset_forget(&hold_ipcs, e);
 }
 
 int prophet_hold_ipc_has(CUevent e)
 {
-    int has;
-
-    if (!atomic_load_explicit(&prophet_hold_nipc_, memory_order_relaxed))
-        return 0; /* no interprocess event in the process: the common case, no lookup */
-    if (atomic_load_explicit(&hold_ipc_untracked, memory_order_relaxed))
-        return 1;
-    pthread_mutex_lock(&hold_ipc_lock);
-    has = *hold_ipc_slot(e) != NULL;
-    pthread_mutex_unlock(&hold_ipc_lock);
-    return has;
+    return prophet_hold_evset_has(&hold_ipcs, e);
 }
 
 /* Adds the open blocks among `s` that this thread issued (it may release them) to `out`. Called
@@ -109,6 +62,25 @@ static void hold_collect_own(const hold_depset_t *s, hold_depset_t *out)
     }
 }
 
+/* Releases the open blocks among a and b at this program-order point: every one (`others`:
+ * another thread's block is waited for, as at a host synchronisation), or only those this thread
+ * issued (a record never blocks the host: the others are left to GPU gates). Called locked; drops
+ * the lock around each release. */
+static void hold_release_behind(const hold_depset_t *a, const hold_depset_t *b, int others)
+{
+    hold_depset_t open = {0};
+
+    if (others) {
+        prophet_hold_collect_open(a, &open);
+        prophet_hold_collect_open(b, &open);
+    } else {
+        hold_collect_own(a, &open);
+        hold_collect_own(b, &open);
+    }
+    prophet_hold_release_or_wait(open.d, open.n);
+    prophet_hold_depset_free(&open);
+}
+
 /* A record of interprocess event e on h (engine lock held; the driver records e after it). The
  * other process may synchronise on e, which the engine cannot see: as at a host synchronisation
  * (rule 6) the open blocks that h is behind and that this thread issued are released here, a
@@ -118,13 +90,9 @@ static void hold_collect_own(const hold_depset_t *s, hold_depset_t *out)
  * record), and the record is real, behind them. */
 void prophet_hold_ipc_record(hold_stream_t *h, CUevent e)
 {
-    hold_depset_t own = {0};
     hold_rec_t *r;
 
-    hold_collect_own(&h->vdeps, &own);
-    hold_collect_own(&h->taint, &own);
-    prophet_hold_release_or_wait(own.d, own.n); /* drops the engine lock around each release */
-    prophet_hold_depset_free(&own);
+    hold_release_behind(&h->vdeps, &h->taint, 0);
     prophet_hold_stream_prune(h);
     prophet_hold_materialise(h);
     r = prophet_hold_rec_find(e);
@@ -137,7 +105,6 @@ void prophet_hold_ipc_record(hold_stream_t *h, CUevent e)
 void prophet_hold_ipc_export(CUevent e)
 {
     static atomic_int warned;
-    hold_depset_t own = {0};
     hold_rec_t *r;
 
     if (prophet_hold_skip())
@@ -146,11 +113,7 @@ void prophet_hold_ipc_export(CUevent e)
     r = prophet_hold_rec_find(e);
     if (r && r->virt) {
         /* made real as at its record (above): its own blocks released, then behind gates */
-        hold_collect_own(&r->deps, &own);
-        hold_collect_own(&r->taint, &own);
-        /* a release issues it on X when nothing else does */
-        prophet_hold_release_or_wait(own.d, own.n);
-        prophet_hold_depset_free(&own);
+        hold_release_behind(&r->deps, &r->taint, 0); /* a release issues it on X when it can */
         if ((r = prophet_hold_rec_find(e)) != NULL && r->virt) {
             prophet_hold_enter();
             prophet_hold_rec_issue_on_stream(r);
@@ -172,21 +135,20 @@ void prophet_hold_ipc_export(CUevent e)
 /* ---- issue 37, item 3: context-wide records and waits, graph event nodes, events recorded by
  * launches, EXTERNAL flags (holding.h) -------------------------------------------------------- */
 
-static CUevent *hold_graph_events; /* every event named by a graph event node (never shrinks) */
-static int hold_graph_nevents, hold_graph_cap;
+/* Every event named by a graph event node (or an EXTERNAL record or wait), until its
+ * cuEventDestroy: a set like the interprocess events' (its own leaf lock), counted in
+ * prophet_hold_ngraph_. */
+atomic_int prophet_hold_ngraph_;
+static hold_evset_t hold_graph_events = HOLD_EVSET_INIT(&prophet_hold_ngraph_);
 
 /* Makes e's record real (locked; drops the lock around releases). */
 static void hold_event_make_real_locked(CUevent e)
 {
-    hold_depset_t open = {0};
     hold_rec_t *r = prophet_hold_rec_find(e);
 
     if (!r || (!r->virt && r->taint.n == 0))
         return;
-    prophet_hold_collect_open(&r->deps, &open);
-    prophet_hold_collect_open(&r->taint, &open);
-    prophet_hold_release_or_wait(open.d, open.n); /* the releases issue the record (on X) */
-    prophet_hold_depset_free(&open);
+    hold_release_behind(&r->deps, &r->taint, 1); /* the releases issue the record (on X) */
     if ((r = prophet_hold_rec_find(e)) != NULL && r->virt)
         /* not issued by a release: behind gates on its own stream */
         prophet_hold_materialise(r->s);
@@ -250,32 +212,32 @@ void prophet_hold_graph_event(CUevent e)
     if (!e || prophet_hold_forked || prophet_hold_inside())
         return;
     prophet_hold_fork_guard();
-    HOLD_LOCK();
-    int known = 0;
-    for (int i = 0; i < hold_graph_nevents && !known; i++)
-        known = hold_graph_events[i] == e;
-    if (!known && hold_graph_nevents == hold_graph_cap) {
-        int cap = hold_graph_cap ? 2 * hold_graph_cap : 16;
-        CUevent *p = realloc(hold_graph_events, (size_t)cap * sizeof(*p));
-        if (p) {
-            hold_graph_events = p;
-            hold_graph_cap = cap;
-        }
-    }
-    if (!known && hold_graph_nevents < hold_graph_cap)
-        hold_graph_events[hold_graph_nevents++] = e;
-    else if (!known)
+    if (prophet_hold_evset_add(&hold_graph_events, e) != 0)
         prophet_msg(PROPHET_LOG_WARN, "out of memory: a graph's event node is not tracked");
-    HOLD_UNLOCK();
+}
+
+void prophet_hold_graph_forget(CUevent e)
+{
+    if (prophet_hold_forked)
+        return;
+    prophet_hold_evset_forget(&hold_graph_events, e);
 }
 
 void prophet_hold_graph_launch(CUstream s, int ptsz)
 {
+    CUevent *ev;
+    int n;
+
     if (prophet_hold_skip())
         return;
     HOLD_LOCK();
-    for (int i = 0; i < hold_graph_nevents; i++) /* the lock is dropped inside: index, re-read */
-        hold_event_make_real_locked(hold_graph_events[i]);
+    /* a copy: the engine lock is dropped inside (the set's own lock is a leaf) */
+    if ((n = prophet_hold_evset_list(&hold_graph_events, &ev)) < 0)
+        prophet_msg(PROPHET_LOG_WARN, "out of memory: the graph events' records are not made "
+                                      "real before a graph launch");
+    for (int i = 0; i < n; i++)
+        hold_event_make_real_locked(ev[i]);
+    free(ev);
     prophet_hold_rearm();
     HOLD_UNLOCK();
     prophet_hold_work(s, ptsz, 1);

@@ -17,6 +17,8 @@
  *   hold_special_events.c  interprocess events, graph event nodes, context-wide records and waits,
  *                          EXTERNAL records and waits ("Interprocess events"; "The entry points of
  *                          issue 37, item 3")
+ *   hold_event_set.c       a set of event handles: the interprocess events and the graph events
+ *                          (the same two sections)
  *   hold_trap.c            the trap that stops a context whose held block was dropped ("A dropped
  *                          call")
  *
@@ -41,9 +43,9 @@
  * Locking: one mutex (prophet_hold_lock), taken only on the slow path; lock order is comm lock
  * then engine lock. Releases (which need the comm lock) are done after dropping the engine lock.
  * prophet_hold_armed_ is nonzero while a block is open or a virtual record, a stream dependency
- * or a taint is live. Two more locks are leaves (no other lock is taken while one is held): the
- * interprocess events' set (hold_special_events.c; taken under the engine lock, never the other
- * way round) and the trap kernels' table (hold_trap.c). */
+ * or a taint is live. More locks are leaves (no other lock is taken while one is held): each
+ * event set's (hold_event_set.h: the interprocess events, the graph events; taken under the engine
+ * lock, never the other way round) and the trap kernels' table's (hold_trap.c). */
 #ifndef PROPHET_HOLD_TABLES_H
 #define PROPHET_HOLD_TABLES_H
 
