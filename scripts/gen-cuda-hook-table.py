@@ -225,7 +225,7 @@ KIND_DOC = {
     "STREAM_SYNC": "STREAM_SYNC: releases what the stream is behind (rule 6)",
     "CTX_SYNC": "CTX_SYNC: releases every open block (rule 6)",
     "EVENT_DESTROY": "EVENT_DESTROY: a virtual record's destruction is deferred (rule 8); an "
-                     "interprocess event is forgotten first",
+                     "interprocess or graph event is forgotten first",
     "STREAM_DESTROY": "STREAM_DESTROY: releases what the stream is behind (rule 6)",
     "STREAM_CREATE": "STREAM_CREATE: the stream's flags are told (rule 11)",
     "CAPTURE_BEGIN": "CAPTURE_BEGIN: materialises first; nothing held in capture (rule 10)",

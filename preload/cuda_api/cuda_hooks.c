@@ -239,7 +239,7 @@ static void *prophet_cuhook_procaddr(const char *symbol, void *p, int version, c
 #define PROPHET_CUHOOK_PRE_IPC_GET_EVENT(ptsz, a, b, c, rcp) (prophet_hold_ipc_export(a), 0)
 
 /* FIRST: on every path, before anything else (a capture may begin: see prophet_capture_seen_; an
- * interprocess event's handle is forgotten before the driver may reuse it). */
+ * interprocess or graph event's handle is forgotten before the driver may reuse it). */
 #define PROPHET_CUHOOK_FIRST_CAPTURE_BEGIN(a, b, c) prophet_capture_begun()
 #define PROPHET_CUHOOK_FIRST_NONE(a, b, c) ((void)0)
 /* an EXTERNAL record or wait (an external event node when captured) names a graph event, whether

@@ -1,4 +1,5 @@
-/* The closed loop's instruments (iteration_samples.c): plans judged by the iteration time they measure. */
+/* The closed loop's instruments (iteration_samples.c): plans judged by the iteration time they
+ * measure. */
 #ifndef PROPHET_CLOSED_LOOP_H
 #define PROPHET_CLOSED_LOOP_H
 

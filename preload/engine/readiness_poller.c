@@ -127,15 +127,15 @@ static void prophet_poll_inflight(prophet_comm_t *c)
 }
 
 /* The stall guard: one WARN per held block whose next member is late while the GPU waits for it
- * (a consumer of a held result is queued behind the block's gate: holding.c sets gated_gen).
- * A block that is merely open while the host is between two steps keeps the GPU busy with other
- * work, and is no stall. It only reports; the
- * block is released at the next program-order point like any other. It cannot desynchronise the
- * ranks because it changes nothing that reaches NCCL: a release driven by this rank's clock would
- * group this rank's operations differently from its peers' (NCCL spreads a group's collectives
- * over channels by the group's make-up), which can hang the job. Nothing the caller waits for can
- * depend on a held block either: block mode places no gate in front of a held call, so the host
- * never deadlocks on it (it can only read a result early, which is block mode's contract). */
+ * (a consumer of a held result is queued behind the block's gate: holding/hold_gates.c sets
+ * gated_gen). A block that is merely open while the host is between two steps keeps the GPU busy
+ * with other work, and is no stall. It only reports; the block is released at the next
+ * program-order point like any other. It cannot desynchronise the ranks because it changes nothing
+ * that reaches NCCL: a release driven by this rank's clock would group this rank's operations
+ * differently from its peers' (NCCL spreads a group's collectives over channels by the group's
+ * make-up), which can hang the job. Nothing the caller waits for can depend on a held block either:
+ * block mode places no gate in front of a held call, so the host never deadlocks on it (it can only
+ * read a result early, which is block mode's contract). */
 static void prophet_stall_check(prophet_comm_t *c, int64_t now)
 {
     const prophet_block_t *b = &c->blocks.pending;

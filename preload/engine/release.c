@@ -1,10 +1,11 @@
 /* Releasing a held block: the internal stream X waits for the last member's ready event (all are on
  * one stream), runs the members as one NCCL group, records the block's end event and writes the
  * block's generation into the comm's gate word. Nothing is placed on the caller's stream: the
- * holding engine (holding.c) then issues the event records that the job made behind the block (on
- * X, after it), and streams that really need the result wait for the gate word (GEQ). X is FIFO per
- * comm, so block k's generation also covers every earlier block. Always called on a program-order
- * point, on the thread that made the calls, inside the preload (prophet_hold_enter). */
+ * holding engine (holding/hold_blocks.c) then issues the event records that the job made behind the
+ * block (on X, after it), and streams that really need the result wait for the gate word (GEQ). X
+ * is FIFO per comm, so block k's generation also covers every earlier block. Always called on a
+ * program-order point, on the thread that made the calls, inside the preload (prophet_hold_enter).
+ */
 #include <stdlib.h>
 #include <string.h>
 

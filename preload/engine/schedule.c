@@ -1,6 +1,6 @@
 /* One intercepted ncclAllReduce: observe it (learner, signature sequence, agreement points) and
  * then, by gate mode, launch it at once (observe) or hold it in the comm's pending block (hold:
- * its completion is held, the holding engine holding.c keeps every consumer exact).
+ * its completion is held, the holding engine, preload/holding/, keeps every consumer exact).
  * Every decision here is a function of the program-order sequence of calls and of agreed plan
  * data (invariant 1): time is only measured, never consulted. */
 #include <stdlib.h>

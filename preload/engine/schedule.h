@@ -16,8 +16,9 @@
  * PROPHET_UNSETTLED_SEARCH calls, or broken PROPHET_UNSETTLED_RELEARNS locks, since its last plan
  * (Horovod: fusion makes the calls differ between iterations) observes only sampled runs: of its
  * calls that are not held, PROPHET_BLOCK_MAX consecutive ones in every PROPHET_SAMPLE_EVERY runs
- * (iteration_samples.h); the others go straight to NCCL. The learner still sees every call: a sequence
- * that becomes periodic is locked, held and planned as usual, and a plan settles the comm. */
+ * (iteration_samples.h); the others go straight to NCCL. The learner still sees every call: a
+ * sequence that becomes periodic is locked, held and planned as usual, and a plan settles the comm.
+ */
 #define PROPHET_UNSETTLED_SEARCH 1024
 #define PROPHET_UNSETTLED_RELEARNS 8
 

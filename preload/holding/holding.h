@@ -1,8 +1,11 @@
-/* What the CUDA driver wrappers (cuda_hooks.c) ask the holding engine (holding.c), the contract
- * of docs/completion-holding.md. A wrapper's fast path is prophet_hold_armed(): one relaxed atomic
- * load; zero means nothing is held or tracked anywhere in the process and the wrapper goes straight
- * to the driver. The engine is also skipped while this thread runs the preload's own code
- * (prophet_hold_inside(): the preload's own CUDA calls and NCCL's calls made on its behalf).
+/* What the CUDA driver wrappers (cuda_hooks.c) ask the holding engine, the contract of
+ * docs/completion-holding.md: the holding wing's interface, the only header of holding/ included
+ * from outside it. The engine is split by concern in holding/hold_*.c (hold_tables.h says which
+ * file keeps which part of the contract). A wrapper's fast path is prophet_hold_armed(): one
+ * relaxed atomic load; zero means nothing is held or tracked anywhere in the process and the
+ * wrapper goes straight to the driver. The engine is also skipped while this thread runs the
+ * preload's own code (prophet_hold_inside(): the preload's own CUDA calls and NCCL's calls made on
+ * its behalf).
  *
  * `ptsz` is 1 when the entry point that was called names the default stream per thread (the
  * `_ptsz`/`_ptds` symbols, or cuGetProcAddress flag CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
@@ -98,11 +101,18 @@ static inline void prophet_hold_event_created(CUevent e, unsigned flags)
     else if (atomic_load_explicit(&prophet_hold_nipc_, memory_order_relaxed))
         prophet_hold_ipc_forget(e); /* a reused handle */
 }
-/* cuEventDestroy(e) is about to run (before the driver may hand the handle out again). */
+/* Graph events (below): prophet_hold_ngraph_ counts them (0: no lookup anywhere). */
+extern atomic_int prophet_hold_ngraph_;
+/* e is no graph event any more (destroyed). */
+void prophet_hold_graph_forget(CUevent e);
+/* cuEventDestroy(e) is about to run (before the driver may hand the handle out again): an
+ * interprocess or graph event is forgotten. */
 static inline void prophet_hold_event_destroying(CUevent e)
 {
     if (atomic_load_explicit(&prophet_hold_nipc_, memory_order_relaxed))
         prophet_hold_ipc_forget(e);
+    if (atomic_load_explicit(&prophet_hold_ngraph_, memory_order_relaxed))
+        prophet_hold_graph_forget(e);
 }
 /* cuIpcGetEventHandle(e), before the driver: a virtual last record of e (its creation with the
  * flag was not seen) is made real first, with one WARN. */
@@ -116,7 +126,8 @@ void prophet_hold_event_make_real(CUevent e);
  * every released block has completed on the GPU (its all-reduce ran on the internal stream, which
  * a context's or green context's record does not cover); e's earlier record is forgotten. */
 void prophet_hold_ctx_record(CUevent e);
-/* e is used by a graph event record or wait node (told whether or not anything is held). */
+/* e is used by a graph event record or wait node (told whether or not anything is held); it is
+ * forgotten at its cuEventDestroy (prophet_hold_event_destroying). */
 void prophet_hold_graph_event(CUevent e);
 /* cuGraphLaunch on s: every graph event's virtual record is made real first (a wait node waits on
  * the event's record as it is at launch, a record node replaces it), then real work on s. */

@@ -139,8 +139,8 @@ typedef struct prophet_loop_mark {
     int clean;       /* the iteration is a sample (set at its end: an extra call clears it) */
 } prophet_loop_mark_t;
 
-/* The closed loop (iteration_samples.c): which candidate's plan is in force, whether it holds nothing,
- * and on rank 0 the trials and the iteration times that feed them. */
+/* The closed loop (iteration_samples.c): which candidate's plan is in force, whether it holds
+ * nothing, and on rank 0 the trials and the iteration times that feed them. */
 typedef struct prophet_comm_loop {
     prophet_closed_loop_t *cl; /* rank 0 under the closed loop (sched/closed_loop.c), else NULL */
     uint32_t in_force;         /* candidate of the plan in force, PROPHET_CAND_NONE */
@@ -179,8 +179,9 @@ typedef struct prophet_comm {
     uint64_t id; /* creation order in the process: the same on every rank */
     int rank, nranks;
     _Atomic int alive;
-    /* holding.c: the newest block generation a GPU gate was placed for (a consumer queued on the
-     * GPU behind that block); the stall guard warns only about a block the GPU waits for */
+    /* holding/hold_gates.c: the newest block generation a GPU gate was placed for (a consumer
+     * queued on the GPU behind that block); the stall guard warns only about a block the GPU waits
+     * for */
     _Atomic uint32_t gated_gen;
     int blocking;          /* from the config at creation (non-blocking comms pass through) */
     int setup;             /* 0 not yet, 1 done, -1 failed (passthrough) */
