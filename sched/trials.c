@@ -265,25 +265,49 @@ static double time_baseline(const prophet_trials_t *t)
     return drifted(m, t->base_ref_us, PROPHET_TRIAL_DRIFT_TIME) ? t->base_ref_us : m;
 }
 
+/* The profile's backward span against its baseline (the first span read once the iteration
+ * time has a median, with that median): off when it moved past PROPHET_TRIAL_DRIFT_PROFILE and
+ * not in step with the iteration time (m: the median of its last samples now). A span that
+ * lengthened with the iteration is the host's (or the job's compute, slower all through): the
+ * iteration time drifted on its own, and the incumbent is re-timed. Issue 36's soak: the emulated
+ * GPU's compute is CPU time, so a span read in a burst of load was 25-50% longer, as was the
+ * iteration, and a full round of four candidates kept the incumbent (6.7% of 2,000 iterations on
+ * trials). A slower link leaves the span as it was; a job whose shape changed moves it out of
+ * step with its iteration. The span is learned at the measurement iterations only, and the loop
+ * sees each one for the few samples after it: the baseline follows its first one to the last of
+ * those samples, by when the median of the iteration times has caught up with the iteration it
+ * was read in. */
+static int profile_drifted(prophet_trials_t *t, double backward_us, double m)
+{
+    if (!(backward_us > 0) || !(m > 0))
+        return 0;
+    if (!(t->ref_backward > 0) || backward_us == t->ref_backward) {
+        t->ref_backward = backward_us;
+        t->ref_backward_iter = m;
+        return 0;
+    }
+    return drifted(backward_us, t->ref_backward, PROPHET_TRIAL_DRIFT_PROFILE) &&
+           drifted(backward_us / t->ref_backward, m / t->ref_backward_iter,
+                   PROPHET_TRIAL_DRIFT_PROFILE);
+}
+
 /* Which signals are off their baselines now (PROPHET_DRIFT_* bits; 0: none). Baselines are taken
  * from the first PROPHET_TRIAL_DRIFT_RECENT samples under the kept plan. */
 static uint32_t drift_now(prophet_trials_t *t, double backward_us)
 {
     uint32_t k = PROPHET_TRIAL_DRIFT_RECENT, sigs = 0;
+    double m = t->n_recent >= k ? median_of(t->recent, k) : -1;
 
     if (t->n_recent == k && !(t->base_us > 0))
         t->base_us = time_baseline(t);
-    else if (t->n_recent > k &&
-             drifted(median_of(t->recent, k), t->base_us, PROPHET_TRIAL_DRIFT_TIME))
+    else if (t->n_recent > k && drifted(m, t->base_us, PROPHET_TRIAL_DRIFT_TIME))
         sigs |= PROPHET_DRIFT_TIME;
     if (t->n_recent_probe == k && !(t->ref_probe > 0))
         t->ref_probe = median_of(t->recent_probe, k);
     else if (t->n_recent_probe > k &&
              drifted(median_of(t->recent_probe, k), t->ref_probe, PROPHET_TRIAL_DRIFT_PROBE))
         sigs |= PROPHET_DRIFT_PROBE;
-    if (backward_us > 0 && !(t->ref_backward > 0))
-        t->ref_backward = backward_us;
-    else if (drifted(backward_us, t->ref_backward, PROPHET_TRIAL_DRIFT_PROFILE))
+    if (profile_drifted(t, backward_us, m))
         sigs |= PROPHET_DRIFT_PROFILE;
     return sigs;
 }
@@ -300,11 +324,20 @@ uint32_t prophet_trials_drift_lasts(const prophet_trials_t *t)
  * do not restart the trials; a link that changed speed does). */
 static void drift_check(prophet_trials_t *t, double backward_us)
 {
-    uint32_t sigs = drift_now(t, backward_us);
+    uint32_t sigs = drift_now(t, backward_us), run = 0;
 
-    /* every signal off during the run: one sample off by the throughput or the profile makes the
-     * whole run's restart a full one */
-    t->drift_sigs = sigs ? (t->drift_run ? t->drift_sigs : 0) | sigs : 0;
+    /* the signals off during the run, the profile as of its latest reading: a throughput off in
+     * one sample makes the whole run's restart a full one (a slower link's throughput may hover
+     * at its threshold), a profile only when its latest reading is still off when the drift has
+     * lasted. The loop sees each span for a few samples after the measurement iteration it was
+     * read in, and between readings the last one stands; one read as a burst began, before the
+     * iteration times showed the burst, is off for a sample or two and then in step. */
+    if (sigs && t->drift_run) {
+        run = t->drift_sigs;
+        if (backward_us > 0)
+            run &= ~PROPHET_DRIFT_PROFILE;
+    }
+    t->drift_sigs = sigs ? run | sigs : 0;
     t->drift_run = sigs ? t->drift_run + 1 : 0;
     if (!sigs || t->drift_run < prophet_trials_drift_lasts(t))
         return;

@@ -335,9 +335,10 @@ typedef struct prophet_trials {
     double kept_for_us;        /* iteration time summed since the choice */
     double base_us, ref_probe; /* baseline under the kept plan (< 0 until taken) */
     double ref_backward;       /* the profile's backward span then */
+    double ref_backward_iter;  /* the iteration time (median of the last samples) it came with */
     double base_ref_us;        /* the figure the time baseline is checked against (time_baseline) */
     uint32_t drift_run;        /* consecutive samples off a baseline */
-    uint32_t drift_sigs;       /* PROPHET_DRIFT_* bits: the signals off during that run */
+    uint32_t drift_sigs;       /* PROPHET_DRIFT_* bits off in that run (profile: last reading) */
     double recent[PROPHET_TRIAL_DRIFT_RECENT], recent_probe[PROPHET_TRIAL_DRIFT_RECENT];
     uint32_t n_recent, n_recent_probe;
     int restart;           /* a drift was seen: the next agreement begins a new round */

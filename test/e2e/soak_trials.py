@@ -32,6 +32,7 @@ def main():
     ap.add_argument("--load", type=int, default=2)
     ap.add_argument("--period", type=float, default=3.0)
     ap.add_argument("--max-trial-share", type=float, default=0.05)
+    ap.add_argument("--keep", help="copy the job's output and rank 0's logs to this folder")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as logs:
         env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(a.build, "lib", "emu"),
@@ -47,8 +48,14 @@ def main():
             print("FAIL: prophet-emu exited %d" % p.returncode)
             print("\n".join(out.splitlines()[-30:]))
             return 1
+        if a.keep:
+            os.makedirs(a.keep, exist_ok=True)
+            with open(os.path.join(a.keep, "emu.out"), "w") as f:
+                f.write(out)
+            subprocess.run(["cp", "-r", logs, os.path.join(a.keep, "logs")], check=False)
         rounds = [l.split(" INFO ", 1)[1] for l in out.splitlines()
-                  if re.search(r"trial round \d+: (.* kept|candidates)", l) and "rank" not in l]
+                  if re.search(r"trial round \d+: (.* kept|candidates)|drifted since", l) and
+                  "rank" not in l]
         for l in dict.fromkeys(rounds):
             print("  " + l)
         sums = re.findall(r"summary comm 0 rank (\d+)/\d+: .* iters=(\d+) trial_iters=(\d+)", out)
