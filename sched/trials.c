@@ -265,30 +265,63 @@ static double time_baseline(const prophet_trials_t *t)
     return drifted(m, t->base_ref_us, PROPHET_TRIAL_DRIFT_TIME) ? t->base_ref_us : m;
 }
 
-/* The profile's backward span against its baseline (the first span read once the iteration
- * time has a median, with that median): off when it moved past PROPHET_TRIAL_DRIFT_PROFILE and
- * not in step with the iteration time (m: the median of its last samples now). A span that
- * lengthened with the iteration is the host's (or the job's compute, slower all through): the
- * iteration time drifted on its own, and the incumbent is re-timed. Issue 36's soak: the emulated
- * GPU's compute is CPU time, so a span read in a burst of load was 25-50% longer, as was the
- * iteration, and a full round of four candidates kept the incumbent (6.7% of 2,000 iterations on
- * trials). A slower link leaves the span as it was; a job whose shape changed moves it out of
- * step with its iteration. The span is learned at the measurement iterations only, and the loop
- * sees each one for the few samples after it: the baseline follows its first one to the last of
- * those samples, by when the median of the iteration times has caught up with the iteration it
- * was read in. */
-static int profile_drifted(prophet_trials_t *t, double backward_us, double m)
+/* The profile's backward span against its baseline. The span is learned at the measurement
+ * iterations only (one in 32 under a kept plan), from one iteration each, and the loop sees each
+ * reading for the few samples after it; a reading's share of the iteration time is taken at its
+ * latest sample, by when the median of the iteration times has caught up with the iteration it
+ * was read in. The baseline is the median span and the median share of the first
+ * PROPHET_TRIAL_PROFILE_BASE readings. A reading is out of step when its span moved past
+ * PROPHET_TRIAL_DRIFT_PROFILE and its share as far (m: the median of the last samples now): a span
+ * that lengthened with the iteration is the host's (or the job's compute, slower all through), and
+ * the drift is the iteration time's, for a re-time. Issue 36's soak: the emulated GPU's compute is
+ * CPU time, so a span read in a burst of load was 25-50% longer, as was the iteration, and a full
+ * round of four candidates kept the incumbent (6.7% of 2,000 iterations on trials). A slower link
+ * leaves the span as it was; a job whose shape changed moves it out of step with its iteration.
+ * The profile drifted when two readings in a row are out of step (one alone: pending): on a
+ * loaded host one reading is off by 25% now and then (read at the edge of a burst, or beside
+ * other jobs), the next one not. */
+static void profile_read(prophet_trials_t *t, double backward_us, double m)
 {
+    const uint32_t nb = PROPHET_TRIAL_PROFILE_BASE;
+
     if (!(backward_us > 0) || !(m > 0))
-        return 0;
-    if (!(t->ref_backward > 0) || backward_us == t->ref_backward) {
-        t->ref_backward = backward_us;
-        t->ref_backward_iter = m;
-        return 0;
+        return;
+    if (backward_us != t->prof_last) { /* a new reading: the one before it is complete */
+        if (t->prof_last > 0 && t->n_prof_base < nb) {
+            t->prof_base[t->n_prof_base] = t->prof_last;
+            t->prof_base_share[t->n_prof_base++] = t->prof_cur_share;
+            if (t->n_prof_base == nb) {
+                t->ref_backward = median_of(t->prof_base, nb);
+                t->ref_share = median_of(t->prof_base_share, nb);
+            }
+        }
+        t->prof_off_before = t->prof_cur_off ? t->prof_off_before + 1 : 0;
+        t->prof_last = backward_us;
     }
-    return drifted(backward_us, t->ref_backward, PROPHET_TRIAL_DRIFT_PROFILE) &&
-           drifted(backward_us / t->ref_backward, m / t->ref_backward_iter,
-                   PROPHET_TRIAL_DRIFT_PROFILE);
+    t->prof_cur_share = backward_us / m;
+    t->prof_cur_off = t->n_prof_base == nb &&
+                      drifted(backward_us, t->ref_backward, PROPHET_TRIAL_DRIFT_PROFILE) &&
+                      drifted(t->prof_cur_share, t->ref_share, PROPHET_TRIAL_DRIFT_PROFILE);
+}
+
+/* The profile drifted: its reading and the one before it out of step. */
+static int profile_drifted(const prophet_trials_t *t)
+{
+    return t->prof_cur_off && t->prof_off_before > 0;
+}
+
+/* One reading out of step, the one before it not: whether the profile drifted is the next
+ * reading's to say. */
+static int profile_pending(const prophet_trials_t *t)
+{
+    return t->prof_cur_off && t->prof_off_before == 0;
+}
+
+static void profile_forget(prophet_trials_t *t)
+{
+    t->ref_backward = t->ref_share = t->prof_last = -1;
+    t->n_prof_base = t->prof_off_before = 0;
+    t->prof_cur_off = 0;
 }
 
 /* Which signals are off their baselines now (PROPHET_DRIFT_* bits; 0: none). Baselines are taken
@@ -307,7 +340,8 @@ static uint32_t drift_now(prophet_trials_t *t, double backward_us)
     else if (t->n_recent_probe > k &&
              drifted(median_of(t->recent_probe, k), t->ref_probe, PROPHET_TRIAL_DRIFT_PROBE))
         sigs |= PROPHET_DRIFT_PROBE;
-    if (profile_drifted(t, backward_us, m))
+    profile_read(t, backward_us, m);
+    if (profile_drifted(t))
         sigs |= PROPHET_DRIFT_PROFILE;
     return sigs;
 }
@@ -324,22 +358,14 @@ uint32_t prophet_trials_drift_lasts(const prophet_trials_t *t)
  * do not restart the trials; a link that changed speed does). */
 static void drift_check(prophet_trials_t *t, double backward_us)
 {
-    uint32_t sigs = drift_now(t, backward_us), run = 0;
+    uint32_t sigs = drift_now(t, backward_us);
 
-    /* the signals off during the run, the profile as of its latest reading: a throughput off in
-     * one sample makes the whole run's restart a full one (a slower link's throughput may hover
-     * at its threshold), a profile only when its latest reading is still off when the drift has
-     * lasted. The loop sees each span for a few samples after the measurement iteration it was
-     * read in, and between readings the last one stands; one read as a burst began, before the
-     * iteration times showed the burst, is off for a sample or two and then in step. */
-    if (sigs && t->drift_run) {
-        run = t->drift_sigs;
-        if (backward_us > 0)
-            run &= ~PROPHET_DRIFT_PROFILE;
-    }
-    t->drift_sigs = sigs ? run | sigs : 0;
+    /* the signals off during the run, the profile as it stands now: a throughput off in one
+     * sample makes the whole run's restart a full one (a slower link's throughput may hover at
+     * its threshold); a profile read out of step once waits for its next reading */
+    t->drift_sigs = sigs ? (t->drift_run ? t->drift_sigs & ~PROPHET_DRIFT_PROFILE : 0) | sigs : 0;
     t->drift_run = sigs ? t->drift_run + 1 : 0;
-    if (!sigs || t->drift_run < prophet_trials_drift_lasts(t))
+    if (!sigs || t->drift_run < prophet_trials_drift_lasts(t) || profile_pending(t))
         return;
     t->reason = prophet_drift_name(t->drift_sigs);
     if (t->drift_sigs == PROPHET_DRIFT_TIME && t->chosen == PROPHET_CAND_PASSTHROUGH) {
@@ -348,7 +374,8 @@ static void drift_check(prophet_trials_t *t, double backward_us)
          * twice as long */
         t->rebased = 1;
         t->calm += t->calm < PROPHET_TRIAL_CALM_MAX;
-        t->base_us = t->ref_probe = t->ref_backward = t->base_ref_us = -1;
+        t->base_us = t->ref_probe = t->base_ref_us = -1;
+        profile_forget(t);
         t->n_recent = t->n_recent_probe = 0;
         t->drift_run = 0;
         return;
@@ -463,7 +490,8 @@ static void choose_kept(prophet_trials_t *t, uint32_t kept, double us)
         t->calm = kept == t->kept_before ? t->calm + 1 : 0;
     t->chosen_us = t->base_ref_us = us;
     t->quiet_checks = 0;
-    t->base_us = t->ref_probe = t->ref_backward = -1; /* baselines: from now on */
+    t->base_us = t->ref_probe = -1; /* baselines: from now on */
+    profile_forget(t);
     t->kept_for_us = 0;
     t->drift_run = 0;
     t->phase = PROPHET_TRIAL_CHOSEN;

@@ -23,6 +23,7 @@
  *                                 host's load at that iteration (the emulated GPU's compute is CPU
  *                                 time, so a burst of load lengthens the span it reads)
  *   backward_at ITER US           ... from iteration ITER on, a span of US (a job that changed)
+ *   backward_noise SD             each reading off by that much (relative), drawn per reading
  *   expect kept CAND[,CAND...]    the plan kept at the end
  *   expect kept_at ITER CAND[,..] the plan kept (in force) at ITER
  *   expect trial_share_max F      iterations under a trial plan other than the kept one / iters
@@ -65,7 +66,7 @@ typedef struct {
     uint32_t n_sets;
     load_ev_t loads[MAX_EV];
     uint32_t n_loads;
-    double probe, backward;
+    double probe, backward, backward_noise;
     uint32_t backward_every, backward_hold, backward_load;
     set_ev_t probes[MAX_EV], backwards[MAX_EV];
     uint32_t n_probes, n_backwards;
@@ -163,6 +164,8 @@ static int trace_load(const char *path, trace_t *t)
             ok = sscanf(line, "%*s %lf %u %u %u", &t->backward, &t->backward_every,
                         &t->backward_hold, &t->backward_load) == 4 &&
                  t->backward > 0 && t->backward_every > 0;
+        else if (!strcmp(a, "backward_noise"))
+            ok = sscanf(line, "%*s %lf", &t->backward_noise) == 1;
         else if (!strcmp(a, "backward_at"))
             ok = t->n_backwards < MAX_EV && sscanf(line, "%*s %u %lf", &u1, &d1) == 2 && d1 > 0 &&
                  (t->backwards[t->n_backwards++] = (set_ev_t){u1, 0, d1}, 1);
@@ -246,6 +249,13 @@ static double probe_at(const trace_t *t, uint32_t i)
     return p;
 }
 
+static double gauss(uint64_t *rng)
+{
+    double u1 = test_uniform(rng), u2 = test_uniform(rng);
+
+    return sqrt(-2 * log(u1 > 1e-12 ? u1 : 1e-12)) * cos(2 * M_PI * u2);
+}
+
 /* The profile's backward span the loop is handed at iteration i (0: no reading). */
 static double backward_at(const trace_t *t, uint32_t i)
 {
@@ -260,14 +270,15 @@ static double backward_at(const trace_t *t, uint32_t i)
     for (uint32_t k = 0; k < t->n_backwards; k++)
         if (t->backwards[k].iter <= m)
             us = t->backwards[k].us;
-    return us * (t->backward_load ? load_factor(t, m) : 1);
-}
-
-static double gauss(uint64_t *rng)
-{
-    double u1 = test_uniform(rng), u2 = test_uniform(rng);
-
-    return sqrt(-2 * log(u1 > 1e-12 ? u1 : 1e-12)) * cos(2 * M_PI * u2);
+    if (t->backward_noise > 0) { /* one draw per reading, the same at each of its samples */
+        uint64_t rng = (t->seed * 1000003u + m) | 1;
+        for (int k = 0; k < 8; k++) /* away from the seed's neighbours */
+            test_rand(&rng);
+        double f = 1 + t->backward_noise * gauss(&rng);
+        us *= f > 0.1 ? f : 0.1;
+    }
+    /* each reading is a new measurement: never the very span of the one before */
+    return us * (t->backward_load ? load_factor(t, m) : 1) + (m / t->backward_every) % 2;
 }
 
 static prophet_profile_t prof;

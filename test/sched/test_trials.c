@@ -216,8 +216,8 @@ static void test_windows(void)
 static void settle(prophet_trials_t *t, uint32_t kept, double us, double probe)
 {
     int n = (int)(PROPHET_TRIAL_PROBE_SETTLE_US / us) + PROPHET_TRIAL_DRIFT_RECENT + 1;
-    for (int i = 0; i < n; i++)
-        prophet_trials_sample(t, kept, us, probe, 800);
+    for (int i = 0; i < n; i++) /* a span read at every sample (the preload: one in 32) */
+        prophet_trials_sample(t, kept, us, probe, 800 + i % 2);
 }
 
 /* Once chosen: samples near the figure keep it; a drift of the iteration time, the eBPF
@@ -271,12 +271,13 @@ static void test_drift(void)
         CHECKF(!prophet_trials_wants_round(&t), "drift %d: a burst restarted the trials", what);
         for (int i = 0; i < PROPHET_TRIAL_DRIFT_RECENT; i++)
             prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, 1000, probe_ok, 800);
-        /* a lasting drift: seen within the bound */
+        /* a lasting drift: seen within the bound (the profile: a new span read at every sample,
+         * each out of step) */
         int seen = -1;
         for (int i = 0; i < 3 * PROPHET_TRIAL_DRIFT_LASTS && seen < 0; i++) {
             prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, sig & PROPHET_DRIFT_TIME ? 1300 : 1000,
                                   sig & PROPHET_DRIFT_PROBE ? probe_ok / 4 : probe_ok,
-                                  sig & PROPHET_DRIFT_PROFILE ? 1100 : 800);
+                                  sig & PROPHET_DRIFT_PROFILE ? 1100 + i % 2 : 800);
             if (prophet_trials_wants_round(&t))
                 seen = i + 1;
         }
@@ -308,6 +309,45 @@ static uint32_t judge(prophet_trials_t *t, const double *truth)
             prophet_trials_sample(t, d.candidate, truth[d.candidate], 1e8, 800);
     }
     return NONE;
+}
+
+/* The profile's span is read at the measurement iterations only, one iteration each. A drift of
+ * the iteration time during which one span was read out of step with it (up by 75% while the
+ * iteration is up by 30%: a burst's edge on a loaded host, issue 36's soak) waits for the next
+ * reading: in step, the drift is the iteration time's (a re-time); out of step again, the
+ * profile changed (a full round). A span that lengthened with the iteration is in step. */
+static void test_profile_readings(void)
+{
+    static const uint32_t two[] = {PROPHET_CAND_OPTIMAL, PT};
+    static const double truth[PROPHET_CAND_COUNT] = {1000, 1200, 1500, 1500, 1500, 1500, 1500};
+
+    for (int next_off = 0; next_off < 3; next_off++) {
+        prophet_trials_t t;
+        int i;
+
+        prophet_trials_init(&t);
+        CHECK(prophet_trials_begin(&t, two, 2) == 0);
+        CHECK(judge(&t, truth) == PROPHET_CAND_OPTIMAL);
+        settle(&t, PROPHET_CAND_OPTIMAL, 1000, 1e8); /* spans of 800 and 801 us */
+        for (i = 0; i < 3 * PROPHET_TRIAL_DRIFT_LASTS && !prophet_trials_wants_round(&t); i++)
+            prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, 1300, 1e8,
+                                  next_off == 2 ? 1040 + i % 2 : 1400);
+        if (next_off == 2) { /* every span in step with the iteration: a time drift */
+            CHECKF(prophet_trials_wants_round(&t) && t.time_only,
+                   "spans in step: restart %d, time only %d (%s)", prophet_trials_wants_round(&t),
+                   t.time_only, t.reason ? t.reason : "none");
+            continue;
+        }
+        CHECKF(!prophet_trials_wants_round(&t),
+               "one span out of step: restarted after %d samples (%s)", i,
+               t.reason ? t.reason : "none");
+        prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, 1300, 1e8, next_off ? 1401 : 1041);
+        CHECKF(prophet_trials_wants_round(&t) && t.time_only == !next_off &&
+                   t.drift_sigs ==
+                       (next_off ? PROPHET_DRIFT_TIME | PROPHET_DRIFT_PROFILE : PROPHET_DRIFT_TIME),
+               "next span %s: restart %d, signals %u", next_off ? "out of step" : "in step",
+               prophet_trials_wants_round(&t), t.drift_sigs);
+    }
 }
 
 /* Feeds the kept candidate its baseline, then a lasting drift (iteration time x1.5, or the eBPF
@@ -985,6 +1025,7 @@ int main(void)
     test_round();
     test_windows();
     test_drift();
+    test_profile_readings();
     test_probe_settle();
     test_change_at_choice();
     test_retime();
