@@ -304,6 +304,10 @@ static void profile_read(prophet_trials_t *t, double backward_us, double m)
                       drifted(t->prof_cur_share, t->ref_share, PROPHET_TRIAL_DRIFT_PROFILE);
 }
 
+/* Samples a drift that lasted waits at most for the span's next reading (the preload reads one
+ * in 32 iterations under a kept plan, PROPHET_SAMPLE_EVERY; a few of them are no samples). */
+#define PROFILE_WAIT_MAX 48
+
 /* The profile drifted: its reading and the one before it out of step. */
 static int profile_drifted(const prophet_trials_t *t)
 {
@@ -365,7 +369,8 @@ static void drift_check(prophet_trials_t *t, double backward_us)
      * its threshold); a profile read out of step once waits for its next reading */
     t->drift_sigs = sigs ? (t->drift_run ? t->drift_sigs & ~PROPHET_DRIFT_PROFILE : 0) | sigs : 0;
     t->drift_run = sigs ? t->drift_run + 1 : 0;
-    if (!sigs || t->drift_run < prophet_trials_drift_lasts(t) || profile_pending(t))
+    if (!sigs || t->drift_run < prophet_trials_drift_lasts(t) ||
+        (profile_pending(t) && t->drift_run < prophet_trials_drift_lasts(t) + PROFILE_WAIT_MAX))
         return;
     t->reason = prophet_drift_name(t->drift_sigs);
     if (t->drift_sigs == PROPHET_DRIFT_TIME && t->chosen == PROPHET_CAND_PASSTHROUGH) {

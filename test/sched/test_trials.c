@@ -321,7 +321,7 @@ static void test_profile_readings(void)
     static const uint32_t two[] = {PROPHET_CAND_OPTIMAL, PT};
     static const double truth[PROPHET_CAND_COUNT] = {1000, 1200, 1500, 1500, 1500, 1500, 1500};
 
-    for (int next_off = 0; next_off < 3; next_off++) {
+    for (int next_off = 0; next_off < 4; next_off++) {
         prophet_trials_t t;
         int i;
 
@@ -341,6 +341,14 @@ static void test_profile_readings(void)
         CHECKF(!prophet_trials_wants_round(&t),
                "one span out of step: restarted after %d samples (%s)", i,
                t.reason ? t.reason : "none");
+        if (next_off == 3) { /* no next reading: the drift waits a bounded time */
+            for (i = 0; i < 60 && !prophet_trials_wants_round(&t); i++)
+                prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, 1300, 1e8, 0);
+            CHECKF(prophet_trials_wants_round(&t) && t.time_only,
+                   "no next span: restart %d, time only %d", prophet_trials_wants_round(&t),
+                   t.time_only);
+            continue;
+        }
         prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, 1300, 1e8, next_off ? 1401 : 1041);
         CHECKF(prophet_trials_wants_round(&t) && t.time_only == !next_off &&
                    t.drift_sigs ==
