@@ -56,8 +56,11 @@ def main():
         rounds = [l.split(" INFO ", 1)[1] for l in out.splitlines()
                   if re.search(r"trial round \d+: (.* kept|candidates)|drifted since", l) and
                   "rank" not in l]
-        for l in dict.fromkeys(rounds):
-            print("  " + l)
+        seen = set()
+        for l in rounds:  # a round's lines come from every rank, a drift's from rank 0 only
+            if "drifted since" in l or l not in seen:
+                print("  " + l)
+            seen.add(l)
         sums = re.findall(r"summary comm 0 rank (\d+)/\d+: .* iters=(\d+) trial_iters=(\d+)", out)
         if len(sums) != 4:
             print("FAIL: %d summary lines" % len(sums))
