@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A long job on a host whose load comes and goes: the closed loop must not keep paying for trials.
 
-usage: soak_trials.py BUILD PROFILE [ITERS] [--load N] [--period S]
+usage: soak_trials.py BUILD PROFILE [ITERS] [--load N] [--period S] [--keep DIR]
 Runs a per-tensor job of 4 ranks under the preload (default knobs) for ITERS iterations (default
 2000) while N busy loops (default 2) run S seconds on and S off (default 3: scripts/bench.py's
 --load-mode bursty), then reads what the preload said and logged:
@@ -10,7 +10,8 @@ Runs a per-tensor job of 4 ranks under the preload (default knobs) for ITERS ite
   - rank 0's schedule log (check_plan.py trials): every round's figures recomputed from its
     samples, and no round kept a plan that measured slower than the incumbent (the plan kept
     before it) in that round.
-Prints the rounds and their choices. Exit 0, or 1 with the violation.
+Prints the rounds, their choices and the drifts that started them (--keep DIR: the job's output
+and the ranks' logs copied there). Exit 0, or 1 with the violation.
 """
 import argparse
 import os
