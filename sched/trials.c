@@ -507,10 +507,10 @@ static void choose_kept(prophet_trials_t *t, uint32_t kept, double us)
 /* After the first pass: the duel of its leader, or the choice when there is nothing to duel
  * (passthrough leads and there is no other incumbent; nothing was measured). An incumbent that
  * leads is the plan in force and stays unless passthrough beats it in their duel (passthrough the
- * challenger, as in a re-time): as the challenger it would lose to passthrough on a tie, and at
- * the cap, a plan faster in their pairs than the plan that replaced it (issue 36's soak on a
- * loaded host: `prophet` kept, led the next round's first pass, 19% ahead of passthrough over four
- * pairs of bursty windows, and passthrough was kept). */
+ * challenger, as in a re-time). As the challenger it lost to passthrough on a tie and at the cap,
+ * so a round could end on passthrough though the incumbent measured faster in their pairs (issue
+ * 36's soak on a loaded host: `prophet`, kept, led the next round's first pass and was 19% ahead
+ * of passthrough over four pairs of bursty windows; passthrough was kept). */
 static void pass_done(prophet_trials_t *t)
 {
     const uint32_t pt = PROPHET_CAND_PASSTHROUGH, inc = t->incumbent;
