@@ -307,6 +307,10 @@ typedef enum prophet_cand {
     3 /* passthrough against the incumbent, after the time drifted alone                           \
        */
 
+/* Readings of the profile's backward span in its baseline (one at each of the first measurement
+ * iterations under the kept plan; their medians). */
+#define PROPHET_TRIAL_PROFILE_BASE 3
+
 typedef struct prophet_trials {
     uint32_t phase; /* prophet_trial_phase_t; OFF until the first round begins */
     uint32_t round;
@@ -334,10 +338,19 @@ typedef struct prophet_trials {
     double chosen_us;          /* the kept candidate's figure (median of its duel windows) */
     double kept_for_us;        /* iteration time summed since the choice */
     double base_us, ref_probe; /* baseline under the kept plan (< 0 until taken) */
-    double ref_backward;       /* the profile's backward span then */
+    double ref_backward;       /* the profile's backward span then (median of its readings) */
+    /* the profile's backward span, read at the measurement iterations (sched/trials.c,
+     * profile_read): its baseline's readings, and a share of the iteration time for each */
+    double prof_base[PROPHET_TRIAL_PROFILE_BASE], prof_base_share[PROPHET_TRIAL_PROFILE_BASE];
+    uint32_t n_prof_base;
+    double ref_share;         /* the baseline's span as a share of the iteration time (median) */
+    double prof_last;         /* the span read last (a reading: a span other than the one before) */
+    double prof_cur_share;    /* ... its share of the iteration time (median of the last samples) */
+    int prof_cur_off;         /* ... out of step with its baseline */
+    uint32_t prof_off_before; /* consecutive readings out of step before it */
     double base_ref_us;        /* the figure the time baseline is checked against (time_baseline) */
     uint32_t drift_run;        /* consecutive samples off a baseline */
-    uint32_t drift_sigs;       /* PROPHET_DRIFT_* bits: the signals off during that run */
+    uint32_t drift_sigs;       /* PROPHET_DRIFT_* bits off in that run (the profile: now) */
     double recent[PROPHET_TRIAL_DRIFT_RECENT], recent_probe[PROPHET_TRIAL_DRIFT_RECENT];
     uint32_t n_recent, n_recent_probe;
     int restart;           /* a drift was seen: the next agreement begins a new round */

@@ -25,8 +25,9 @@ usage: check_plan.py LOGDIR NRANKS MODE
           figure of a first pass (passthrough within TIE of it, then the incumbent, the plan
           kept before, within TIE of that; the incumbent timed with the blocks it was kept with)
           leads, and each round's choice comes from paired duels replayed window by window
-          (sched/trials.c): the leader against the incumbent (or passthrough) in alternating
-          windows, defender first, stopped by the same sequential test on the same rounded
+          (sched/trials.c): the leader against the incumbent (or passthrough; passthrough against
+          an incumbent that leads) in alternating windows, defender first, stopped by the same
+          sequential test on the same rounded
           window figures, the runner-up near a leader that won in a second duel, a time drift's
           re-time of the incumbent against passthrough first; never a kept plan that measured
           slower than the incumbent in their pairs; the choice announced within the round bound;
@@ -147,6 +148,10 @@ class Round:
         if not self.figs:
             return None
         leads = (lowest(self.figs),)
+        if self.inc and self.inc != "passthrough" and leads[0] == self.inc and \
+                "passthrough" in self.figs:
+            # an incumbent that leads is the defender, passthrough its challenger (pass_done)
+            return ("passthrough",), {self.inc}
         defs = set()
         for l in leads:
             defs.add(self.inc if self.inc and self.inc != l and self.inc in self.figs

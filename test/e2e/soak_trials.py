@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A long job on a host whose load comes and goes: the closed loop must not keep paying for trials.
 
-usage: soak_trials.py BUILD PROFILE [ITERS] [--load N] [--period S]
+usage: soak_trials.py BUILD PROFILE [ITERS] [--load N] [--period S] [--keep DIR]
 Runs a per-tensor job of 4 ranks under the preload (default knobs) for ITERS iterations (default
 2000) while N busy loops (default 2) run S seconds on and S off (default 3: scripts/bench.py's
 --load-mode bursty), then reads what the preload said and logged:
@@ -10,7 +10,8 @@ Runs a per-tensor job of 4 ranks under the preload (default knobs) for ITERS ite
   - rank 0's schedule log (check_plan.py trials): every round's figures recomputed from its
     samples, and no round kept a plan that measured slower than the incumbent (the plan kept
     before it) in that round.
-Prints the rounds and their choices. Exit 0, or 1 with the violation.
+Prints the rounds, their choices and the drifts that started them (--keep DIR: the job's output
+and the ranks' logs copied there). Exit 0, or 1 with the violation.
 """
 import argparse
 import os
@@ -32,6 +33,7 @@ def main():
     ap.add_argument("--load", type=int, default=2)
     ap.add_argument("--period", type=float, default=3.0)
     ap.add_argument("--max-trial-share", type=float, default=0.05)
+    ap.add_argument("--keep", help="copy the job's output and rank 0's logs to this folder")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as logs:
         env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(a.build, "lib", "emu"),
@@ -47,10 +49,19 @@ def main():
             print("FAIL: prophet-emu exited %d" % p.returncode)
             print("\n".join(out.splitlines()[-30:]))
             return 1
+        if a.keep:
+            os.makedirs(a.keep, exist_ok=True)
+            with open(os.path.join(a.keep, "emu.out"), "w") as f:
+                f.write(out)
+            subprocess.run(["cp", "-r", logs, os.path.join(a.keep, "logs")], check=False)
         rounds = [l.split(" INFO ", 1)[1] for l in out.splitlines()
-                  if re.search(r"trial round \d+: (.* kept|candidates)", l) and "rank" not in l]
-        for l in dict.fromkeys(rounds):
-            print("  " + l)
+                  if re.search(r"trial round \d+: (.* kept|candidates)|drifted since", l) and
+                  "rank" not in l]
+        seen = set()
+        for l in rounds:  # a round's lines come from every rank, a drift's from rank 0 only
+            if "drifted since" in l or l not in seen:
+                print("  " + l)
+            seen.add(l)
         sums = re.findall(r"summary comm 0 rank (\d+)/\d+: .* iters=(\d+) trial_iters=(\d+)", out)
         if len(sums) != 4:
             print("FAIL: %d summary lines" % len(sums))

@@ -17,10 +17,20 @@
  *   stall EVERY FACTOR            every EVERY-th iteration that much slower (one outlier)
  *   extra EVERY                   every EVERY-th iteration carries an extra call of the job
  *   probe BPS | probe_at ITER BPS the eBPF throughput (none if never given)
+ *   backward US EVERY HOLD LOAD   the profile's backward span (800 us at every sample if never
+ *                                 given): a reading learned at every EVERY-th iteration, seen for
+ *                                 HOLD iterations, none (0) between; LOAD 1: it slows with the
+ *                                 host's load at that iteration (the emulated GPU's compute is CPU
+ *                                 time, so a burst of load lengthens the span it reads)
+ *   backward_at ITER US           ... from iteration ITER on, a span of US (a job that changed)
+ *   backward_noise SD             each reading off by that much (relative), drawn per reading
  *   expect kept CAND[,CAND...]    the plan kept at the end
  *   expect kept_at ITER CAND[,..] the plan kept (in force) at ITER
  *   expect trial_share_max F      iterations under a trial plan other than the kept one / iters
  *   expect rounds_max N | expect rounds_min N
+ *   expect full_rounds_max N | expect full_rounds_min N
+ *                                 rounds begun with a first pass over every candidate (the first
+ *                                 one included; a re-time of the incumbent is not one)
  *   expect agreements_max N       plan broadcasts in the whole run
  *   expect never_slower           no choice kept a plan slower (in truth) than the incumbent by
  *                                 more than PROPHET_TRIAL_TIE */
@@ -56,13 +66,14 @@ typedef struct {
     uint32_t n_sets;
     load_ev_t loads[MAX_EV];
     uint32_t n_loads;
-    double probe;
-    set_ev_t probes[MAX_EV];
-    uint32_t n_probes;
+    double probe, backward, backward_noise;
+    uint32_t backward_every, backward_hold, backward_load;
+    set_ev_t probes[MAX_EV], backwards[MAX_EV];
+    uint32_t n_probes, n_backwards;
     /* expectations */
     uint32_t kept_mask, kept_at_iter[MAX_EV], kept_at_mask[MAX_EV], n_kept_at;
     double trial_share_max;
-    int rounds_max, rounds_min, never_slower, agreements_max;
+    int rounds_max, rounds_min, never_slower, agreements_max, full_rounds_max, full_rounds_min;
 } trace_t;
 
 static uint32_t cand_of(const char *name)
@@ -101,7 +112,9 @@ static int trace_load(const char *path, trace_t *t)
     t->seed = 1;
     t->probe = -1;
     t->trial_share_max = -1;
-    t->rounds_max = t->rounds_min = t->agreements_max = -1;
+    t->rounds_max = t->rounds_min = t->agreements_max = t->full_rounds_max = t->full_rounds_min =
+        -1;
+    t->backward = 800;
     for (uint32_t c = 0; c < PROPHET_CAND_COUNT; c++)
         t->base[c] = -1;
     if (!f) {
@@ -147,6 +160,15 @@ static int trace_load(const char *path, trace_t *t)
             ok = sscanf(line, "%*s %u", &t->extra_every) == 1;
         else if (!strcmp(a, "probe"))
             ok = sscanf(line, "%*s %lf", &t->probe) == 1;
+        else if (!strcmp(a, "backward"))
+            ok = sscanf(line, "%*s %lf %u %u %u", &t->backward, &t->backward_every,
+                        &t->backward_hold, &t->backward_load) == 4 &&
+                 t->backward > 0 && t->backward_every > 0;
+        else if (!strcmp(a, "backward_noise"))
+            ok = sscanf(line, "%*s %lf", &t->backward_noise) == 1;
+        else if (!strcmp(a, "backward_at"))
+            ok = t->n_backwards < MAX_EV && sscanf(line, "%*s %u %lf", &u1, &d1) == 2 && d1 > 0 &&
+                 (t->backwards[t->n_backwards++] = (set_ev_t){u1, 0, d1}, 1);
         else if (!strcmp(a, "probe_at"))
             ok = t->n_probes < MAX_EV && sscanf(line, "%*s %u %lf", &u1, &d1) == 2 &&
                  (t->probes[t->n_probes++] = (set_ev_t){u1, 0, d1}, 1);
@@ -165,6 +187,10 @@ static int trace_load(const char *path, trace_t *t)
                 ok = sscanf(line, "%*s %*s %d", &t->rounds_max) == 1;
             else if (ok && !strcmp(what, "rounds_min"))
                 ok = sscanf(line, "%*s %*s %d", &t->rounds_min) == 1;
+            else if (ok && !strcmp(what, "full_rounds_max"))
+                ok = sscanf(line, "%*s %*s %d", &t->full_rounds_max) == 1;
+            else if (ok && !strcmp(what, "full_rounds_min"))
+                ok = sscanf(line, "%*s %*s %d", &t->full_rounds_min) == 1;
             else if (ok && !strcmp(what, "agreements_max"))
                 ok = sscanf(line, "%*s %*s %d", &t->agreements_max) == 1;
             else if (ok && !strcmp(what, "never_slower"))
@@ -230,6 +256,31 @@ static double gauss(uint64_t *rng)
     return sqrt(-2 * log(u1 > 1e-12 ? u1 : 1e-12)) * cos(2 * M_PI * u2);
 }
 
+/* The profile's backward span the loop is handed at iteration i (0: no reading). */
+static double backward_at(const trace_t *t, uint32_t i)
+{
+    double us = t->backward;
+    uint32_t m;
+
+    if (!t->backward_every)
+        return us;
+    m = i - i % t->backward_every;
+    if (i - m >= t->backward_hold)
+        return 0;
+    for (uint32_t k = 0; k < t->n_backwards; k++)
+        if (t->backwards[k].iter <= m)
+            us = t->backwards[k].us;
+    if (t->backward_noise > 0) { /* one draw per reading, the same at each of its samples */
+        uint64_t rng = (t->seed * 1000003u + m) | 1;
+        for (int k = 0; k < 8; k++) /* away from the seed's neighbours */
+            test_rand(&rng);
+        double f = 1 + t->backward_noise * gauss(&rng);
+        us *= f > 0.1 ? f : 0.1;
+    }
+    /* each reading is a new measurement: never the very span of the one before */
+    return us * (t->backward_load ? load_factor(t, m) : 1) + (m / t->backward_every) % 2;
+}
+
 static prophet_profile_t prof;
 
 /* Runs the unit on trace t: 0 when every expectation holds. */
@@ -250,7 +301,7 @@ static int trace_run(const trace_t *t)
     /* before any choice the job runs passthrough (as while the preload learned): the incumbent
      * the trial share counts against, as the preload's trial_iters= does */
     uint32_t kept = PROPHET_CAND_PASSTHROUGH, switch_at = 0, trial_iters = 0, iters_on = 0;
-    int rounds = 0, agreements = 0;
+    int rounds = 0, agreements = 0, full_rounds = 0;
     uint32_t kept_at[MAX_EV];
     uint64_t rng = t->seed;
     int fails = 0, rebased = 0, restarts = 0;
@@ -261,8 +312,12 @@ static int trace_run(const trace_t *t)
     for (uint32_t i = 0; i < t->iters; i++) {
         int restart;
         if (i >= 2 && rec[i - 2].clean)
-            prophet_closed_loop_sample(l, rec[i - 2].cand, rec[i - 2].us, probe_at(t, i - 2), 800);
-        if (prophet_closed_loop_drift(l, &restart)) {
+            prophet_closed_loop_sample(l, rec[i - 2].cand, rec[i - 2].us, probe_at(t, i - 2),
+                                       backward_at(t, i));
+        const char *why = prophet_closed_loop_drift(l, &restart);
+        if (why) {
+            printf("  %s: iteration %u: %s drifted (%s)\n", t->name, i, why,
+                   restart ? "trials again" : "rebased");
             restarts += restart;
             rebased += !restart;
         }
@@ -271,6 +326,7 @@ static int trace_run(const trace_t *t)
             CHECKF(prophet_closed_loop_plan(l, &po, &prof, &net, plan, &ev) == 0,
                    "%s: no plan at iteration %u", t->name, i);
             agreements++;
+            full_rounds += ev.round_begun && !ev.retime;
             next = plan->trial.candidate;
             next_phase = plan->trial.phase;
             switch_at = i + 2;
@@ -315,9 +371,16 @@ static int trace_run(const trace_t *t)
                        !(t->extra_every && i % t->extra_every == 0);
     }
     double share = iters_on ? (double)trial_iters / t->iters : 0;
-    printf("  %s: kept %s at the end, %d round(s), %d restart(s), %d rebase(s), %d agreement(s), "
-           "trial share %.1f%%\n",
-           t->name, prophet_cand_name(kept), rounds, restarts, rebased, agreements, 100 * share);
+    printf("  %s: kept %s at the end, %d round(s) (%d full), %d restart(s), %d rebase(s), "
+           "%d agreement(s), trial share %.1f%%\n",
+           t->name, prophet_cand_name(kept), rounds, full_rounds, restarts, rebased, agreements,
+           100 * share);
+    if ((t->full_rounds_max >= 0 && full_rounds > t->full_rounds_max) ||
+        (t->full_rounds_min >= 0 && full_rounds < t->full_rounds_min)) {
+        printf("FAIL: %s: %d full round(s) (bounds %d..%d)\n", t->name, full_rounds,
+               t->full_rounds_min, t->full_rounds_max);
+        fails++;
+    }
     if (t->agreements_max >= 0 && agreements > t->agreements_max) {
         printf("FAIL: %s: %d agreements > %d\n", t->name, agreements, t->agreements_max);
         fails++;

@@ -216,8 +216,8 @@ static void test_windows(void)
 static void settle(prophet_trials_t *t, uint32_t kept, double us, double probe)
 {
     int n = (int)(PROPHET_TRIAL_PROBE_SETTLE_US / us) + PROPHET_TRIAL_DRIFT_RECENT + 1;
-    for (int i = 0; i < n; i++)
-        prophet_trials_sample(t, kept, us, probe, 800);
+    for (int i = 0; i < n; i++) /* a span read at every sample (the preload: one in 32) */
+        prophet_trials_sample(t, kept, us, probe, 800 + i % 2);
 }
 
 /* Once chosen: samples near the figure keep it; a drift of the iteration time, the eBPF
@@ -271,12 +271,13 @@ static void test_drift(void)
         CHECKF(!prophet_trials_wants_round(&t), "drift %d: a burst restarted the trials", what);
         for (int i = 0; i < PROPHET_TRIAL_DRIFT_RECENT; i++)
             prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, 1000, probe_ok, 800);
-        /* a lasting drift: seen within the bound */
+        /* a lasting drift: seen within the bound (the profile: a new span read at every sample,
+         * each out of step) */
         int seen = -1;
         for (int i = 0; i < 3 * PROPHET_TRIAL_DRIFT_LASTS && seen < 0; i++) {
             prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, sig & PROPHET_DRIFT_TIME ? 1300 : 1000,
                                   sig & PROPHET_DRIFT_PROBE ? probe_ok / 4 : probe_ok,
-                                  sig & PROPHET_DRIFT_PROFILE ? 1100 : 800);
+                                  sig & PROPHET_DRIFT_PROFILE ? 1100 + i % 2 : 800);
             if (prophet_trials_wants_round(&t))
                 seen = i + 1;
         }
@@ -308,6 +309,53 @@ static uint32_t judge(prophet_trials_t *t, const double *truth)
             prophet_trials_sample(t, d.candidate, truth[d.candidate], 1e8, 800);
     }
     return NONE;
+}
+
+/* The profile's span is read at the measurement iterations only, one iteration each. A drift of
+ * the iteration time during which one span was read out of step with it (up by 75% while the
+ * iteration is up by 30%: a burst's edge on a loaded host, issue 36's soak) waits for the next
+ * reading: in step, the drift is the iteration time's (a re-time); out of step again, the
+ * profile changed (a full round). A span that lengthened with the iteration is in step. */
+static void test_profile_readings(void)
+{
+    static const uint32_t two[] = {PROPHET_CAND_OPTIMAL, PT};
+    static const double truth[PROPHET_CAND_COUNT] = {1000, 1200, 1500, 1500, 1500, 1500, 1500};
+
+    for (int next_off = 0; next_off < 4; next_off++) {
+        prophet_trials_t t;
+        int i;
+
+        prophet_trials_init(&t);
+        CHECK(prophet_trials_begin(&t, two, 2) == 0);
+        CHECK(judge(&t, truth) == PROPHET_CAND_OPTIMAL);
+        settle(&t, PROPHET_CAND_OPTIMAL, 1000, 1e8); /* spans of 800 and 801 us */
+        for (i = 0; i < 3 * PROPHET_TRIAL_DRIFT_LASTS && !prophet_trials_wants_round(&t); i++)
+            prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, 1300, 1e8,
+                                  next_off == 2 ? 1040 + i % 2 : 1400);
+        if (next_off == 2) { /* every span in step with the iteration: a time drift */
+            CHECKF(prophet_trials_wants_round(&t) && t.time_only,
+                   "spans in step: restart %d, time only %d (%s)", prophet_trials_wants_round(&t),
+                   t.time_only, t.reason ? t.reason : "none");
+            continue;
+        }
+        CHECKF(!prophet_trials_wants_round(&t),
+               "one span out of step: restarted after %d samples (%s)", i,
+               t.reason ? t.reason : "none");
+        if (next_off == 3) { /* no next reading: the drift waits a bounded time */
+            for (i = 0; i < 60 && !prophet_trials_wants_round(&t); i++)
+                prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, 1300, 1e8, 0);
+            CHECKF(prophet_trials_wants_round(&t) && t.time_only,
+                   "no next span: restart %d, time only %d", prophet_trials_wants_round(&t),
+                   t.time_only);
+            continue;
+        }
+        prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, 1300, 1e8, next_off ? 1401 : 1041);
+        CHECKF(prophet_trials_wants_round(&t) && t.time_only == !next_off &&
+                   t.drift_sigs ==
+                       (next_off ? PROPHET_DRIFT_TIME | PROPHET_DRIFT_PROFILE : PROPHET_DRIFT_TIME),
+               "next span %s: restart %d, signals %u", next_off ? "out of step" : "in step",
+               prophet_trials_wants_round(&t), t.drift_sigs);
+    }
 }
 
 /* Feeds the kept candidate its baseline, then a lasting drift (iteration time x1.5, or the eBPF
@@ -487,6 +535,49 @@ static void test_retime(void)
             CHECK(d.next_in == PROPHET_TRIAL_CHECK_EVERY);
         }
     }
+}
+
+/* An incumbent that leads the first pass of a full round stays unless passthrough beats it in
+ * their duel: issue 36's soak on a loaded host, round 3 (restarted by the eBPF throughput) as rank
+ * 0 logged it. Each candidate's windows in turn; before, the incumbent `prophet` led as the
+ * challenger of passthrough, its pairs (94.0/118.0, 121.0/114.0, 132.9/257.4, 106.7/122.5 ms)
+ * 19% ahead on average but too noisy for the sequential test, and at the cap passthrough, the
+ * defender, was kept. */
+static void test_incumbent_leads(void)
+{
+    static const uint32_t four[] = {PT, PROPHET_CAND_PROPHET, PROPHET_CAND_FUSION,
+                                    PROPHET_CAND_BUCKETS};
+    static const double r1[PROPHET_CAND_COUNT] = {-1, 139000, 100000, 130000, 125000, -1, -1};
+    /* round 3's windows, in the order each candidate had them (the first pass's first) */
+    static const double pt_w[] = {139418, 118024, 114028, 257406, 122534};
+    static const double prophet_w[] = {104754, 94026, 120950, 132855, 106680};
+    static const double fusion_w[] = {130927}, buckets_w[] = {125583};
+    const double *w[PROPHET_CAND_COUNT] = {NULL, pt_w, prophet_w, fusion_w, buckets_w, NULL, NULL};
+    const uint32_t n_w[PROPHET_CAND_COUNT] = {0, 5, 5, 1, 1, 0, 0};
+    uint32_t used[PROPHET_CAND_COUNT] = {0};
+    prophet_trials_t t;
+    prophet_plan_trial_t d;
+
+    prophet_trials_init(&t);
+    CHECK(prophet_trials_begin(&t, four, 4) == 0);
+    CHECK(judge(&t, r1) == PROPHET_CAND_PROPHET);
+    drift_until_restart(&t, PROPHET_CAND_PROPHET, r1[PROPHET_CAND_PROPHET], 1);
+    CHECK(!t.time_only);
+    CHECK(prophet_trials_begin(&t, four, 4) == 0);
+    for (int k = 0; k < 4 * PROPHET_CAND_COUNT; k++) {
+        uint32_t c;
+        prophet_trials_decide(&t, &d);
+        if (d.phase == PROPHET_TRIAL_CHOSEN)
+            break;
+        c = d.candidate;
+        CHECKF(c < PROPHET_CAND_COUNT && used[c] < n_w[c], "window %d: %s has no window left", k,
+               prophet_cand_name(c));
+        for (int i = 0; i < 4; i++)
+            prophet_trials_sample(&t, c, w[c][used[c]], 1e8, 800);
+        used[c]++;
+    }
+    CHECKF(d.phase == PROPHET_TRIAL_CHOSEN && d.candidate == PROPHET_CAND_PROPHET,
+           "the incumbent led the first pass: kept %s", prophet_cand_name(d.candidate));
 }
 
 /* The incumbent (issue: a drift restart threw the kept plan away). Round 1 keeps optimal-alpha4
@@ -942,10 +1033,12 @@ int main(void)
     test_round();
     test_windows();
     test_drift();
+    test_profile_readings();
     test_probe_settle();
     test_change_at_choice();
     test_retime();
     test_incumbent();
+    test_incumbent_leads();
     test_candidates();
     test_duel();
     test_verdict();
