@@ -1,8 +1,8 @@
 /* The process's configuration (process_config.c): prophet_cfg, loaded once by prophet_init()
  * (init.c) from the PROPHET_* knobs (include/prophet/config.h), read everywhere, written nowhere
  * else. */
-#ifndef PROPHET_SETTINGS_H
-#define PROPHET_SETTINGS_H
+#ifndef PROPHET_PROCESS_CONFIG_H
+#define PROPHET_PROCESS_CONFIG_H
 
 #include "prophet/config.h"
 

@@ -1,7 +1,7 @@
 /* The closed loop's instruments (iteration_samples.c): plans judged by the iteration time they
  * measure. */
-#ifndef PROPHET_CLOSED_LOOP_H
-#define PROPHET_CLOSED_LOOP_H
+#ifndef PROPHET_ITERATION_SAMPLES_H
+#define PROPHET_ITERATION_SAMPLES_H
 
 #include "engine/comm_state.h"
 

@@ -13,8 +13,8 @@
  *
  * Functions returning int: 1 means the engine handled the call and *rc is what the wrapper returns
  * (the driver is not called); 0 means the wrapper calls the driver itself. */
-#ifndef PROPHET_CUDA_HOLD_H
-#define PROPHET_CUDA_HOLD_H
+#ifndef PROPHET_HOLDING_H
+#define PROPHET_HOLDING_H
 
 #include <cuda.h>
 #include <stdatomic.h>

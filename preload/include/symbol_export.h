@@ -1,8 +1,8 @@
 /* Visibility of the interposer's own definitions. libprophet.so is built with -fvisibility=hidden
  * and a version script (prophet.map): only what is marked PROPHET_EXPORT and listed there leaves
  * the library (the NCCL entry points). */
-#ifndef PROPHET_EXPORT_H
-#define PROPHET_EXPORT_H
+#ifndef PROPHET_SYMBOL_EXPORT_H
+#define PROPHET_SYMBOL_EXPORT_H
 
 #define PROPHET_EXPORT __attribute__((visibility("default")))
 

@@ -3,8 +3,8 @@
  * thread-locals can live in the static TLS block: the initial-exec model reads them with one
  * %fs-relative load instead of a call to __tls_get_addr per access (a few bytes in all: a later
  * dlopen of the library still finds room in glibc's static TLS surplus). */
-#ifndef PROPHET_TLS_H
-#define PROPHET_TLS_H
+#ifndef PROPHET_THREAD_LOCAL_H
+#define PROPHET_THREAD_LOCAL_H
 
 #define PROPHET_TLS _Thread_local __attribute__((tls_model("initial-exec")))
 
