@@ -304,9 +304,9 @@ static void profile_read(prophet_trials_t *t, double backward_us, double m)
                       drifted(t->prof_cur_share, t->ref_share, PROPHET_TRIAL_DRIFT_PROFILE);
 }
 
-/* Samples a drift that lasted waits at most for the span's next reading (the preload reads one
- * in 32 iterations under a kept plan, PROPHET_SAMPLE_EVERY; a few of them are no samples). */
-#define PROFILE_WAIT_MAX 48
+/* Samples a drift that lasted waits at most for the span's next reading (the caller reads one
+ * in PROPHET_TRIAL_SAMPLE_EVERY iterations under a kept plan; a few of them are no samples). */
+#define PROFILE_WAIT_MAX (PROPHET_TRIAL_SAMPLE_EVERY * 3 / 2)
 
 /* The profile drifted: its reading and the one before it out of step. */
 static int profile_drifted(const prophet_trials_t *t)

@@ -241,6 +241,10 @@ typedef enum prophet_cand {
 #define PROPHET_TRIAL_DRIFT_PROBE 0.30   /* relative change of the eBPF throughput that does */
 #define PROPHET_TRIAL_DRIFT_PROFILE 0.25 /* relative change of the profile's backward span */
 #define PROPHET_TRIAL_SAMPLES_MAX 32
+/* Once a plan is kept (or passthrough is in force), the caller measures one iteration in this
+ * many (the preload: PROPHET_SAMPLE_EVERY), so a reading of the profile's backward span comes that
+ * often; a profile read out of step once waits up to 1.5 times this for its next reading. */
+#define PROPHET_TRIAL_SAMPLE_EVERY 32
 /* The eBPF throughput is watched only once the kept plan has been in force this long: the rate
  * the probe reports is smoothed (PROPHET_BW_TAU_US, 0.5 s), so for a while after the choice it
  * still carries the trial windows before it (the last one passthrough's). After 3 time constants

@@ -5,9 +5,10 @@
 
 #include "engine/comm_state.h"
 
-/* When the plan in force is passthrough, one iteration in this many is observed (measured);
- * calls of the others go straight to NCCL. */
-#define PROPHET_SAMPLE_EVERY 32
+/* When the plan in force is passthrough or kept, one iteration in this many is observed
+ * (measured); calls of the others go straight to NCCL. The closed loop's contract
+ * (prophet/sched.h): its profile readings come this often. */
+#define PROPHET_SAMPLE_EVERY PROPHET_TRIAL_SAMPLE_EVERY
 
 /* The loop runs in the default mode (PROPHET_GATE=hold) when PROPHET_POLICY is not given. */
 int prophet_loop_on(void);
