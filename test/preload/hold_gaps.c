@@ -32,6 +32,13 @@
  *                          turn the event is named only at the node's creation, only by
  *                          cuGraphExecEventWaitNodeSetEvent, only by cuGraphAddNode (another
  *                          graph), only by cuGraphEventWaitNodeSetEvent (a third)
+ *   hold-gaps graphforget  an event named by a graph's record node, the graph and the event
+ *                          destroyed, and a new event created with the same handle (the emulated
+ *                          driver hands it out again: EMU_CUDA_EVENT_REUSE=1); each iteration the
+ *                          new event is recorded behind call 0 (virtual) and a graph with no
+ *                          event node is launched: call 0 must still be held after the launch (a
+ *                          graph event not forgotten at its cuEventDestroy made the reused
+ *                          handle's record real at every graph launch, releasing the block)
  *   hold-gaps decompress   call 0's stream records an event (virtual), a stream waits for it and
  *                          runs cuMemBatchDecompressAsync (stream work; the emulated "compression"
  *                          is the identity) from call 0's buffer; a host function reads the copy
@@ -242,6 +249,7 @@ static struct legacy_check g_lc; /* the host function's (or host node's) verdict
 static CUfunction g_noop;
 static CUgraphExec g_exec, g_exec2, g_exec3;
 static CUgraphNode g_wait_node;
+static CUevent g_reused;    /* graphforget: a destroyed graph event's handle, handed out again */
 static volatile int g_kval; /* written by the launch stream's work ahead of the launch */
 
 struct kcheck {
@@ -252,6 +260,11 @@ static struct kcheck g_kc;
 static void noop_kernel(void **params)
 {
     (void)params;
+}
+
+static void noop_host_fn(void *arg)
+{
+    (void)arg;
 }
 
 static void slow_writer_fn(void *arg)
@@ -281,6 +294,24 @@ static int item3_setup(int rank)
         PT_CU(cuEventCreate(&g_ev[i], CU_EVENT_DISABLE_TIMING));
     PT_CU(cuModuleLoadData(&mod, &img));
     PT_CU(cuModuleGetFunction(&g_noop, mod, "noop"));
+    if (!strcmp(g_scenario, "graphforget")) {
+        CUevent old;
+        PT_CU(cuEventCreate(&old, CU_EVENT_DISABLE_TIMING));
+        PT_CU(cuGraphCreate(&g, 0));
+        PT_CU(cuGraphAddEventRecordNode(&rec_node, g, NULL, 0, old));
+        PT_CU(cuGraphDestroy(g));
+        PT_CU(cuEventDestroy(old));
+        PT_CU(cuEventCreate(&g_reused, CU_EVENT_DISABLE_TIMING));
+        if (g_reused != old)
+            FAIL("graphforget: the new event did not get the destroyed one's handle "
+                 "(EMU_CUDA_EVENT_REUSE=1 not set?): nothing to test");
+        /* a graph without event nodes (its host node reads nothing) */
+        CUDA_HOST_NODE_PARAMS none = {noop_host_fn, NULL};
+        PT_CU(cuGraphCreate(&g, 0));
+        PT_CU(cuGraphAddHostNode(&host_node, g, NULL, 0, &none));
+        PT_CU(cuGraphInstantiate(&g_exec, g, 0));
+        PT_CU(cuGraphDestroy(g));
+    }
     if (!strcmp(g_scenario, "graph")) {
         PT_CU(cuGraphCreate(&g, 0));
         PT_CU(cuGraphAddEventWaitNode(&g_wait_node, g, NULL, 0, g_ev[0]));
@@ -371,6 +402,15 @@ static int item3_consume(int rank, int nranks, int it)
         } else {
             PT_CU(cuGraphLaunch(it % 4 == 2 ? g_exec2 : g_exec3, g_c));
         }
+    } else if (!strcmp(g_scenario, "graphforget")) {
+        long long before;
+        PT_CU(cuEventRecord(g_reused, s));
+        before = held_now();
+        PT_CU(cuGraphLaunch(g_exec, g_c));
+        if (before > 0 && held_now() == 0)
+            FAIL("graphforget: iteration %d: the launch of a graph without event nodes released "
+                 "call 0 (the destroyed graph event's handle, reused, was still a graph event)",
+                 it);
     } else if (!strcmp(g_scenario, "decompress")) {
         static CUdeviceptr copy;
         CUmemDecompressParams dp;
@@ -432,8 +472,8 @@ static int item3_check(int rank, int it)
 
 static int is_item3(void)
 {
-    static const char *const names[] = {"ctxrecord", "ctxwait",    "launchattr",
-                                        "graph",     "decompress", "external"};
+    static const char *const names[] = {"ctxrecord",   "ctxwait",    "launchattr", "graph",
+                                        "graphforget", "decompress", "external"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         if (!strcmp(g_scenario, names[i]))
             return 1;
@@ -698,7 +738,7 @@ int main(int argc, char **argv)
         (strcmp(g_scenario, "comms") && strcmp(g_scenario, "deps") && strcmp(g_scenario, "fork") &&
          strcmp(g_scenario, "simulate") && !g_cross && !g_other && !is_item3())) {
         fprintf(stderr, "usage: hold-gaps comms|deps|fork|simulate|ctxrecord|ctxwait|launchattr|"
-                        "graph|external|crosscomm|othergroup [NCOMM]\n");
+                        "graph|graphforget|decompress|external|crosscomm|othergroup [NCOMM]\n");
         return 2;
     }
     return pt_run_ranks(2, rank_main);

@@ -4,6 +4,7 @@
  * records in shared memory instead (emu_ipc.c): queries, host and stream waits are for the record
  * number that was the latest at the time, whichever process recorded it. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "emu_internal.h"
 
@@ -24,6 +25,37 @@ void emu_mark_put(struct emu_mark *m)
     }
 }
 
+/* EMU_CUDA_EVENT_REUSE=1: the last event freed, kept for the next emu_event_new (one deep:
+ * a handle destroyed and a new event created right after share their address, as on a real
+ * driver, whose events come from a pool). */
+static pthread_mutex_t emu_event_spare_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct CUevent_st *emu_event_spare;
+
+static struct CUevent_st *emu_event_alloc(void)
+{
+    struct CUevent_st *e = NULL;
+
+    pthread_mutex_lock(&emu_event_spare_lock);
+    e = emu_event_spare;
+    emu_event_spare = NULL;
+    pthread_mutex_unlock(&emu_event_spare_lock);
+    if (e)
+        memset(e, 0, sizeof(*e));
+    return e ? e : calloc(1, sizeof(*e));
+}
+
+static void emu_event_free(struct CUevent_st *e)
+{
+    if (emu_g.event_reuse) {
+        pthread_mutex_lock(&emu_event_spare_lock);
+        struct CUevent_st *old = emu_event_spare;
+        emu_event_spare = e;
+        pthread_mutex_unlock(&emu_event_spare_lock);
+        e = old;
+    }
+    free(e);
+}
+
 void emu_event_put(struct CUevent_st *e)
 {
     if (atomic_fetch_sub(&e->refs, 1) != 1)
@@ -32,7 +64,7 @@ void emu_event_put(struct CUevent_st *e)
     if (e->ipc)
         emu_ipc_ev_put(e->ipc);
     pthread_mutex_destroy(&e->lock);
-    free(e);
+    emu_event_free(e);
 }
 
 CUresult emu_event_get(CUevent h, struct CUevent_st **out)
@@ -115,7 +147,7 @@ CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
 
 CUresult emu_event_new(unsigned flags, struct emu_ipc_ev *ipc, CUevent *out)
 {
-    struct CUevent_st *e = calloc(1, sizeof(*e));
+    struct CUevent_st *e = emu_event_alloc();
     if (!e) {
         if (ipc)
             emu_ipc_ev_put(ipc);

@@ -76,6 +76,8 @@ CUresult cuInit(unsigned int Flags)
         /* device memory that cuIpcGetMemHandle can share (page mappings); off: heap memory, which
          * a sanitizer checks to the byte */
         emu_g.ipc_mem = emu_env_int("EMU_CUDA_IPC_MEM", 0, 0, 1);
+        /* a real driver gives a destroyed event's handle to a later cuEventCreate */
+        emu_g.event_reuse = emu_env_int("EMU_CUDA_EVENT_REUSE", 0, 0, 1);
         /* CUDA_DEVICE_MAX_CONNECTIONS=1 (Megatron): every stream's work in one hardware queue */
         emu_g.one_queue =
             emu_env_int("EMU_CUDA_MAX_CONNECTIONS",

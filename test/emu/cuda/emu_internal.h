@@ -96,11 +96,13 @@ struct emu_global {
     unsigned record_notiming_ns; /* EMU_CUDA_RECORD_NOTIMING_NS: the same, timing disabled */
     unsigned queue_depth; /* EMU_CUDA_QUEUE_DEPTH, default 1024, 0 = unbounded: most operations a
                            * stream holds pending before a launch blocks the host (push buffer) */
-    int ipc_mem; /* EMU_CUDA_IPC_MEM, default 0: device memory is made of page mappings, which
-                  * cuIpcGetMemHandle can share (else heap memory, and it answers NOT_SUPPORTED) */
-    atomic_int sticky;    /* a kernel trapped: the sticky error every later call returns (0: none);
-                           * process-wide (emu_module.c, "A trap") */
-    int one_queue;        /* EMU_CUDA_MAX_CONNECTIONS=1: one hardware queue (emu_stream.c) */
+    int event_reuse;      /* EMU_CUDA_EVENT_REUSE, default 0: the handle of the event destroyed last
+                           * is the next cuEventCreate's, as a real driver's pool hands it out */
+    int ipc_mem;       /* EMU_CUDA_IPC_MEM, default 0: device memory is made of page mappings, which
+                        * cuIpcGetMemHandle can share (else heap memory, and it answers NOT_SUPPORTED) */
+    atomic_int sticky; /* a kernel trapped: the sticky error every later call returns (0: none);
+                        * process-wide (emu_module.c, "A trap") */
+    int one_queue;     /* EMU_CUDA_MAX_CONNECTIONS=1: one hardware queue (emu_stream.c) */
     atomic_ullong tickets, tickets_done; /* one_queue: operations issued / finished, in order */
 };
 extern struct emu_global emu_g;
