@@ -48,7 +48,7 @@ def main():
         if len(calls["default"]) != 1 or len(calls["default+"]) != 1 or \
                 not min(calls["default+"]) > max(calls["default"]):
             sys.exit(f"FAIL: calls counted by the preload: {calls} (the variant's loss calls?)")
-        q = subprocess.run(args[:3] + ["--check-share", f"{r['share'] * 2 + 1:.3f}"] + args[3:],
+        q = subprocess.run(args + ["--check-share", f"{r['share'] * 2 + 1:.3f}"],
                            capture_output=True, text=True, timeout=600)
         if q.returncode != 1 or "below" not in q.stderr:
             sys.exit(f"FAIL: --check-share above the share exited {q.returncode}:\n{q.stderr[-2000:]}")
