@@ -33,15 +33,14 @@ static struct CUevent_st *emu_event_spare;
 
 static struct CUevent_st *emu_event_alloc(void)
 {
-    struct CUevent_st *e = NULL;
-
     pthread_mutex_lock(&emu_event_spare_lock);
-    e = emu_event_spare;
+    struct CUevent_st *e = emu_event_spare;
     emu_event_spare = NULL;
     pthread_mutex_unlock(&emu_event_spare_lock);
-    if (e)
-        memset(e, 0, sizeof(*e));
-    return e ? e : calloc(1, sizeof(*e));
+    if (!e)
+        return calloc(1, sizeof(*e));
+    memset(e, 0, sizeof(*e));
+    return e;
 }
 
 static void emu_event_free(struct CUevent_st *e)
