@@ -47,9 +47,9 @@ void prophet_closed_loop_reset(prophet_closed_loop_t *l)
 }
 
 int prophet_closed_loop_sample(prophet_closed_loop_t *l, uint32_t cand, double iter_us,
-                               double probe_Bps, double backward_us)
+                               double net_Bps, double backward_us)
 {
-    return prophet_trials_sample(&l->trials, cand, iter_us, probe_Bps, backward_us);
+    return prophet_trials_sample(&l->trials, cand, iter_us, net_Bps, backward_us);
 }
 
 const char *prophet_closed_loop_drift(prophet_closed_loop_t *l, int *restart)

@@ -1,10 +1,12 @@
 /* The closed loop: a plan is judged by the iteration time it measures, not only by the time it
  * predicts. A round tries each candidate for one window of agreed iterations (the plan broadcast
  * makes them the same on every rank), takes the median of its clean iteration times, and keeps
- * the best, passthrough on a near tie. Once chosen, the kept plan's iteration time, the eBPF
- * throughput and the profile's backward span are watched; a drift past the thresholds of
- * include/prophet/sched.h starts a new round at the next agreement. The iteration time and the
- * throughput are compared with a baseline taken under the kept plan (the median of its first
+ * the best, passthrough on a near tie. Once chosen, the kept plan's iteration time, the network's
+ * bandwidth (as the plans see it) and the profile's backward span are watched; a drift of the
+ * iteration time past its threshold (include/prophet/sched.h) starts a new round at the next
+ * agreement, and the other two say which round: a re-time of the incumbent, or a full one. The
+ * iteration time and the bandwidth are compared with a baseline taken under the kept plan (the
+ * median of its first
  * PROPHET_TRIAL_DRIFT_RECENT samples after the choice), not with its trial figure: the lowest of
  * several medians of a few samples is biased low, and a noisy machine would restart at once. Pure:
  * the caller hands in the figures (preload/closed_loop.c measures them on rank 0 and carries them
@@ -29,12 +31,12 @@ const char *prophet_drift_name(uint32_t sigs)
     static const char *const names[8] = {
         "nothing",
         "iteration time",
-        "network throughput (eBPF)",
-        "iteration time and network throughput (eBPF)",
+        "network bandwidth",
+        "iteration time and network bandwidth",
         "profile",
         "iteration time and profile",
-        "network throughput (eBPF) and profile",
-        "iteration time, network throughput (eBPF) and profile",
+        "network bandwidth and profile",
+        "iteration time, network bandwidth and profile",
     };
 
     return names[sigs & 7];
@@ -160,7 +162,7 @@ void prophet_trials_init(prophet_trials_t *t)
     t->pass_last = PROPHET_CAND_NONE;
     t->duel_c = t->duel_d = PROPHET_CAND_NONE;
     t->duel_d_us = -1;
-    t->ref_probe = -1;
+    t->ref_net = -1;
     for (uint32_t c = 0; c < PROPHET_CAND_COUNT; c++) {
         t->fig[c] = -1;
     }
@@ -257,7 +259,7 @@ static int drifted(double now, double ref, double limit)
  * Then the job changed with the choice (a link that slowed in the iterations right after it:
  * issue 12's bandwidth-change test, 28 ms iterations at the choice, 72 ms from the next one on),
  * and the figure, measured before, is the baseline: a median taken after the change would hide
- * it for good, and the probe's own baseline waits PROPHET_TRIAL_PROBE_SETTLE_US. */
+ * it for good, and the bandwidth's own baseline waits PROPHET_TRIAL_NET_SETTLE_US. */
 static double time_baseline(const prophet_trials_t *t)
 {
     double m = median_of(t->recent, PROPHET_TRIAL_DRIFT_RECENT);
@@ -339,11 +341,11 @@ static uint32_t drift_now(prophet_trials_t *t, double backward_us)
         t->base_us = time_baseline(t);
     else if (t->n_recent > k && drifted(m, t->base_us, PROPHET_TRIAL_DRIFT_TIME))
         sigs |= PROPHET_DRIFT_TIME;
-    if (t->n_recent_probe == k && !(t->ref_probe > 0))
-        t->ref_probe = median_of(t->recent_probe, k);
-    else if (t->n_recent_probe > k &&
-             drifted(median_of(t->recent_probe, k), t->ref_probe, PROPHET_TRIAL_DRIFT_PROBE))
-        sigs |= PROPHET_DRIFT_PROBE;
+    if (t->n_recent_net == k && !(t->ref_net > 0))
+        t->ref_net = median_of(t->recent_net, k);
+    else if (t->n_recent_net > k &&
+             drifted(median_of(t->recent_net, k), t->ref_net, PROPHET_TRIAL_DRIFT_NET))
+        sigs |= PROPHET_DRIFT_NET;
     profile_read(t, backward_us, m);
     if (profile_drifted(t))
         sigs |= PROPHET_DRIFT_PROFILE;
@@ -357,16 +359,26 @@ uint32_t prophet_trials_drift_lasts(const prophet_trials_t *t)
     return PROPHET_TRIAL_DRIFT_LASTS << calm;
 }
 
-/* A drift must last PROPHET_TRIAL_DRIFT_LASTS consecutive samples, twice that after each
- * restart in a row that kept the incumbent (prophet_trials_drift_lasts) (a loaded machine's bursts
- * do not restart the trials; a link that changed speed does). */
+/* A drift of the kept plan's iteration time must last PROPHET_TRIAL_DRIFT_LASTS consecutive
+ * samples, twice that after each restart in a row that kept the incumbent
+ * (prophet_trials_drift_lasts) (a loaded machine's bursts do not restart the trials; a link that
+ * changed speed does). Only the iteration time starts anything: while it holds, the kept plan
+ * still runs as fast as when it was kept, whatever the other signals read. The bandwidth and the
+ * profile say what a time drift calls for: a re-time of the incumbent when they held (the host
+ * slowed down, or the job's compute all through), every candidate again when either moved (the
+ * network or the job changed, and the plans made from them with it). Issue 36: a single
+ * iteration's backward span at 8 ranks on 2 cores strays by 30-40% from one reading to the next,
+ * and a profile drift alone started a full round in 11 of 16 quiet MobileNet-v2 runs, with the
+ * iteration time steady. */
 static void drift_check(prophet_trials_t *t, double backward_us)
 {
     uint32_t sigs = drift_now(t, backward_us);
 
-    /* the signals off during the run, the profile as it stands now: a throughput off in one
-     * sample makes the whole run's restart a full one (a slower link's throughput may hover at
-     * its threshold); a profile read out of step once waits for its next reading */
+    if (!(sigs & PROPHET_DRIFT_TIME))
+        sigs = 0;
+    /* the signals off during the run, the profile as it stands now: a bandwidth off in one
+     * sample makes the whole run's restart a full one (a slower link's may hover at its
+     * threshold); a profile read out of step once waits for its next reading */
     t->drift_sigs = sigs ? (t->drift_run ? t->drift_sigs & ~PROPHET_DRIFT_PROFILE : 0) | sigs : 0;
     t->drift_run = sigs ? t->drift_run + 1 : 0;
     if (!sigs || t->drift_run < prophet_trials_drift_lasts(t) ||
@@ -379,9 +391,9 @@ static void drift_check(prophet_trials_t *t, double backward_us)
          * twice as long */
         t->rebased = 1;
         t->calm += t->calm < PROPHET_TRIAL_CALM_MAX;
-        t->base_us = t->ref_probe = t->base_ref_us = -1;
+        t->base_us = t->ref_net = t->base_ref_us = -1;
         profile_forget(t);
-        t->n_recent = t->n_recent_probe = 0;
+        t->n_recent = t->n_recent_net = 0;
         t->drift_run = 0;
         return;
     }
@@ -389,7 +401,7 @@ static void drift_check(prophet_trials_t *t, double backward_us)
     t->time_only = t->drift_sigs == PROPHET_DRIFT_TIME;
 }
 
-int prophet_trials_sample(prophet_trials_t *t, uint32_t in_force, double iter_us, double probe_Bps,
+int prophet_trials_sample(prophet_trials_t *t, uint32_t in_force, double iter_us, double net_Bps,
                           double backward_us)
 {
     if (!t || !(iter_us > 0) || in_force != t->current)
@@ -404,8 +416,8 @@ int prophet_trials_sample(prophet_trials_t *t, uint32_t in_force, double iter_us
         return PROPHET_TRIAL_SAMPLE_IGNORED;
     push_recent(t->recent, &t->n_recent, iter_us);
     t->kept_for_us += iter_us;
-    if (probe_Bps > 0 && t->kept_for_us >= PROPHET_TRIAL_PROBE_SETTLE_US)
-        push_recent(t->recent_probe, &t->n_recent_probe, probe_Bps);
+    if (net_Bps > 0 && t->kept_for_us >= PROPHET_TRIAL_NET_SETTLE_US)
+        push_recent(t->recent_net, &t->n_recent_net, net_Bps);
     drift_check(t, backward_us);
     return PROPHET_TRIAL_SAMPLE_DRIFT;
 }
@@ -495,13 +507,13 @@ static void choose_kept(prophet_trials_t *t, uint32_t kept, double us)
         t->calm = kept == t->kept_before ? t->calm + 1 : 0;
     t->chosen_us = t->base_ref_us = us;
     t->quiet_checks = 0;
-    t->base_us = t->ref_probe = -1; /* baselines: from now on */
+    t->base_us = t->ref_net = -1; /* baselines: from now on */
     profile_forget(t);
     t->kept_for_us = 0;
     t->drift_run = 0;
     t->phase = PROPHET_TRIAL_CHOSEN;
     t->current = t->chosen;
-    t->n_recent = t->n_recent_probe = 0;
+    t->n_recent = t->n_recent_net = 0;
 }
 
 /* After the first pass: the duel of its leader, or the choice when there is nothing to duel

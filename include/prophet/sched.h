@@ -232,31 +232,34 @@ typedef enum prophet_cand {
 #define PROPHET_TRIAL_CHECK_EVERY 10 /* iterations between agreements once a choice is made */
 /* A kept passthrough holds nothing and has nothing to re-agree until something changes: its
  * agreements back off, each one twice as far from the last, up to PROPHET_TRIAL_CHECK_MAX
- * iterations, and come back to PROPHET_TRIAL_CHECK_EVERY while a drift of the eBPF throughput or
- * of the profile builds up, the drifts that start a round under passthrough (a DDP job at
- * 4 ranks issued a plan broadcast every 10 iterations for nothing). */
+ * iterations, and come back to PROPHET_TRIAL_CHECK_EVERY while a drift builds up (under
+ * passthrough, one of the iteration time with the bandwidth or the profile starts a round; a DDP
+ * job at 4 ranks issued a plan broadcast every 10 iterations for nothing). */
 #define PROPHET_TRIAL_CHECK_MAX 40
-#define PROPHET_TRIAL_DRIFT_RECENT 5     /* samples in the baseline and in the median compared */
-#define PROPHET_TRIAL_DRIFT_TIME 0.25    /* |median - baseline| / baseline: restarts trials */
-#define PROPHET_TRIAL_DRIFT_PROBE 0.30   /* relative change of the eBPF throughput that does */
+#define PROPHET_TRIAL_DRIFT_RECENT 5  /* samples in the baseline and in the median compared */
+#define PROPHET_TRIAL_DRIFT_TIME 0.25 /* |median - baseline| / baseline: restarts trials */
+/* ... and with it, one of these makes the round a full one (else the incumbent is re-timed) */
+#define PROPHET_TRIAL_DRIFT_NET 0.30     /* relative change of the network's bandwidth */
 #define PROPHET_TRIAL_DRIFT_PROFILE 0.25 /* relative change of the profile's backward span */
 #define PROPHET_TRIAL_SAMPLES_MAX 32
 /* Once a plan is kept (or passthrough is in force), the caller measures one iteration in this
  * many (the preload: PROPHET_SAMPLE_EVERY), so a reading of the profile's backward span comes that
  * often; a profile read out of step once waits up to 1.5 times this for its next reading. */
 #define PROPHET_TRIAL_SAMPLE_EVERY 32
-/* The eBPF throughput is watched only once the kept plan has been in force this long: the rate
- * the probe reports is smoothed (PROPHET_BW_TAU_US, 0.5 s), so for a while after the choice it
- * still carries the trial windows before it (the last one passthrough's). After 3 time constants
- * 5% of them is left. Without it, the baseline was taken on the way up, and the rate it then
- * reached read as a drift: MobileNet-v2 per-tensor at 8 ranks (45 ms iterations) started its
- * trials again after every first round, 3 runs out of 3 at each link speed. */
-#define PROPHET_TRIAL_PROBE_SETTLE_US 1500000.0
+/* The network's bandwidth is watched only once the kept plan has been in force this long: the
+ * bandwidth the plans are made from (the preload's network model: the fit over the last 64 NCCL
+ * operations' times, raised to the eBPF throughput's peak of the last second) still carries the
+ * trial windows before the choice for a while, as the eBPF rate does (smoothed over
+ * PROPHET_BW_TAU_US, 0.5 s: after 3 time constants 5% of them is left). A baseline taken on the
+ * way up read the rest of the climb as a drift: MobileNet-v2 per-tensor at 8 ranks (45 ms
+ * iterations) started its trials again after every first round, 3 runs out of 3 at each link
+ * speed. */
+#define PROPHET_TRIAL_NET_SETTLE_US 1500000.0
 #define PROPHET_TRIAL_DRIFT_LASTS 10 /* consecutive samples off a baseline that restart */
 /* A drift that lasts shows in the median of the last PROPHET_TRIAL_DRIFT_RECENT samples after
  * RECENT / 2 + 1 of them, restarts after DRIFT_LASTS more, and the new round's first plan is in
- * force by the next agreement + 2: within this many clean iterations of the change (of the eBPF
- * throughput: of the change or of the end of PROPHET_TRIAL_PROBE_SETTLE_US, the later). A change
+ * force by the next agreement + 2: within this many clean iterations of the change (of the
+ * bandwidth: of the change or of the end of PROPHET_TRIAL_NET_SETTLE_US, the later). A change
  * within the first RECENT samples after the choice moves their median off the kept plan's trial
  * figure, which becomes the iteration time's baseline (trials.c, time_baseline): it restarts by
  * sample RECENT + DRIFT_LASTS, RECENT - RECENT / 2 - 1 samples (2) later than this bound. */
@@ -339,10 +342,10 @@ typedef struct prophet_trials {
     uint32_t pass_last;   /* the first pass's last candidate timed (the defender-to-be), or NONE */
     double pass_last_se;  /* the standard error of its window's figure */
     uint32_t chosen;
-    double chosen_us;          /* the kept candidate's figure (median of its duel windows) */
-    double kept_for_us;        /* iteration time summed since the choice */
-    double base_us, ref_probe; /* baseline under the kept plan (< 0 until taken) */
-    double ref_backward;       /* the profile's backward span then (median of its readings) */
+    double chosen_us;        /* the kept candidate's figure (median of its duel windows) */
+    double kept_for_us;      /* iteration time summed since the choice */
+    double base_us, ref_net; /* baseline under the kept plan (< 0 until taken) */
+    double ref_backward;     /* the profile's backward span then (median of its readings) */
     /* the profile's backward span, read at the measurement iterations (sched/trials.c,
      * profile_read): its baseline's readings, and a share of the iteration time for each */
     double prof_base[PROPHET_TRIAL_PROFILE_BASE], prof_base_share[PROPHET_TRIAL_PROFILE_BASE];
@@ -352,11 +355,11 @@ typedef struct prophet_trials {
     double prof_cur_share;    /* ... its share of the iteration time (median of the last samples) */
     int prof_cur_off;         /* ... out of step with its baseline */
     uint32_t prof_off_before; /* consecutive readings out of step before it */
-    double base_ref_us;        /* the figure the time baseline is checked against (time_baseline) */
-    uint32_t drift_run;        /* consecutive samples off a baseline */
-    uint32_t drift_sigs;       /* PROPHET_DRIFT_* bits off in that run (the profile: now) */
-    double recent[PROPHET_TRIAL_DRIFT_RECENT], recent_probe[PROPHET_TRIAL_DRIFT_RECENT];
-    uint32_t n_recent, n_recent_probe;
+    double base_ref_us;       /* the figure the time baseline is checked against (time_baseline) */
+    uint32_t drift_run;       /* consecutive samples off a baseline */
+    uint32_t drift_sigs;      /* PROPHET_DRIFT_* bits off in that run (the profile: now) */
+    double recent[PROPHET_TRIAL_DRIFT_RECENT], recent_net[PROPHET_TRIAL_DRIFT_RECENT];
+    uint32_t n_recent, n_recent_net;
     int restart;           /* a drift was seen: the next agreement begins a new round */
     const char *reason;    /* what drifted (prophet_drift_name of the run's signals) */
     int time_only;         /* the restart's drift was the iteration time's alone: a re-time */
@@ -375,7 +378,7 @@ uint32_t prophet_trials_drift_lasts(const prophet_trials_t *t);
 const char *prophet_cand_name(uint32_t cand); /* "optimal", ..., "none" */
 /* The signals a drift check watches (prophet_trials_t.drift_sigs). */
 #define PROPHET_DRIFT_TIME 1u    /* the kept plan's iteration time */
-#define PROPHET_DRIFT_PROBE 2u   /* the eBPF throughput */
+#define PROPHET_DRIFT_NET 2u     /* the network's bandwidth */
 #define PROPHET_DRIFT_PROFILE 4u /* the profile's backward span */
 /* "iteration time", "iteration time and profile", ...: the signals in sigs, for the logs. */
 const char *prophet_drift_name(uint32_t sigs);
@@ -428,13 +431,14 @@ int prophet_trials_wants_round(const prophet_trials_t *t);
  * PROPHET_CAND_NONE before. */
 int prophet_trials_begin(prophet_trials_t *t, const uint32_t *cands, uint32_t n);
 /* One clean iteration time of candidate `in_force` (the candidate whose plan ran it), with the
- * eBPF throughput then (< 0: none) and the profile's backward span (<= 0: unknown). In a round,
+ * network's bandwidth then (bytes/s, what the plans would be made from: the preload hands in its
+ * network model's; < 0: none) and the profile's backward span (<= 0: unknown). In a round,
  * a sample of the candidate being timed joins its window; once chosen, samples feed the drift
  * check, which sets restart. Returns PROPHET_TRIAL_SAMPLE_*. */
 #define PROPHET_TRIAL_SAMPLE_IGNORED 0 /* not the candidate being timed, or not a figure */
 #define PROPHET_TRIAL_SAMPLE_WINDOW 1  /* joined the window of the candidate being timed */
 #define PROPHET_TRIAL_SAMPLE_DRIFT 2   /* fed the kept plan's drift check */
-int prophet_trials_sample(prophet_trials_t *t, uint32_t in_force, double iter_us, double probe_Bps,
+int prophet_trials_sample(prophet_trials_t *t, uint32_t in_force, double iter_us, double net_Bps,
                           double backward_us);
 /* At an agreement: closes the current window and decides which candidate the next plan is,
  * filling *out (candidate, phase, round, next_in, the judged figure). */
@@ -468,7 +472,7 @@ void prophet_closed_loop_free(prophet_closed_loop_t *l);
 void prophet_closed_loop_reset(prophet_closed_loop_t *l);
 /* One clean iteration time of the candidate whose plan ran it (prophet_trials_sample). */
 int prophet_closed_loop_sample(prophet_closed_loop_t *l, uint32_t cand, double iter_us,
-                               double probe_Bps, double backward_us);
+                               double net_Bps, double backward_us);
 /* What drifted since the last call (NULL: nothing); *restart: 1 when it starts trials at the next
  * agreement, 0 when passthrough was kept on new baselines (prophet_trials_t.rebased). */
 const char *prophet_closed_loop_drift(prophet_closed_loop_t *l, int *restart);

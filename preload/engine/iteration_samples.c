@@ -28,7 +28,6 @@
 #include "real_libs/cuda_driver.h"
 #include "schedule_log/log_bridge.h"
 #include "debug_log/log_line.h"
-#include "engine/readiness_poller.h"
 #include "config/process_config.h"
 
 int prophet_loop_on(void)
@@ -99,11 +98,28 @@ static void prophet_loop_log_drift(prophet_comm_t *c)
                     prophet_trials_drift_lasts(prophet_closed_loop_trials(c->loop.cl)));
 }
 
+/* The network's bandwidth as the plans would see it now (the fit from NCCL operations' times,
+ * raised to the eBPF throughput's recent peak; < 0: no model). Not the eBPF throughput itself: the
+ * bytes of an iteration are the same whatever slows it, so the rate over wall time falls with the
+ * iteration time exactly as much on a busy host as under a slower link. Issue 36's soak (ResNet-50
+ * per-tensor, 4 ranks, two busy loops on and off): the eBPF rate swung 50-76 MB/s with the bursts
+ * (0.5 s smoothing) and started full rounds, while the fit stayed at 80-92 MB/s. */
+static double prophet_loop_net_Bps(prophet_comm_t *c)
+{
+    prophet_net_t net;
+
+    if (!c->models.net)
+        return -1;
+    prophet_netmodel_get(c->models.net, &net);
+    return net.bandwidth_Bps;
+}
+
 static void prophet_loop_drain(prophet_comm_t *c, uint64_t iteration)
 {
     prophet_comm_loop_t *L = &c->loop;
     const prophet_profile_t *p = prophet_learner_profile(c->models.learner);
     double backward = p && p->n_calls ? p->ready_us[p->n_calls - 1] : 0, us;
+    double net_Bps = prophet_loop_net_Bps(c);
     CUstreamCaptureMode mode = prophet_capture_relax();
 
     while (L->mark_n >= 2 && prophet_loop_time_oldest(c, &us)) {
@@ -116,8 +132,7 @@ static void prophet_loop_drain(prophet_comm_t *c, uint64_t iteration)
                                   .use = PROPHET_TRIAL_SAMPLE_IGNORED};
 
         if (a->clean && us > 0) {
-            s.use = prophet_closed_loop_sample(L->cl, a->cand, us, prophet_poller_probe_Bps(),
-                                               backward);
+            s.use = prophet_closed_loop_sample(L->cl, a->cand, us, net_Bps, backward);
             prophet_logb_sample(c, &s);
         }
         prophet_comm_event_put(c, a->ev);

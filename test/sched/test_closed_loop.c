@@ -16,7 +16,7 @@
  *   bursty FROM TO ON OFF FACTOR  in [FROM, TO): ON iterations slower, then OFF at speed, ...
  *   stall EVERY FACTOR            every EVERY-th iteration that much slower (one outlier)
  *   extra EVERY                   every EVERY-th iteration carries an extra call of the job
- *   probe BPS | probe_at ITER BPS the eBPF throughput (none if never given)
+ *   net BPS | net_at ITER BPS   the network's bandwidth the loop is handed (none if never given)
  *   backward US EVERY HOLD LOAD   the profile's backward span (800 us at every sample if never
  *                                 given): a reading learned at every EVERY-th iteration, seen for
  *                                 HOLD iterations, none (0) between; LOAD 1: it slows with the
@@ -66,10 +66,10 @@ typedef struct {
     uint32_t n_sets;
     load_ev_t loads[MAX_EV];
     uint32_t n_loads;
-    double probe, backward, backward_noise;
+    double net, backward, backward_noise;
     uint32_t backward_every, backward_hold, backward_load;
-    set_ev_t probes[MAX_EV], backwards[MAX_EV];
-    uint32_t n_probes, n_backwards;
+    set_ev_t nets[MAX_EV], backwards[MAX_EV];
+    uint32_t n_nets, n_backwards;
     /* expectations */
     uint32_t kept_mask, kept_at_iter[MAX_EV], kept_at_mask[MAX_EV], n_kept_at;
     double trial_share_max;
@@ -110,7 +110,7 @@ static int trace_load(const char *path, trace_t *t)
     t->iters = 1000;
     t->first_plan = 20;
     t->seed = 1;
-    t->probe = -1;
+    t->net = -1;
     t->trial_share_max = -1;
     t->rounds_max = t->rounds_min = t->agreements_max = t->full_rounds_max = t->full_rounds_min =
         -1;
@@ -158,8 +158,8 @@ static int trace_load(const char *path, trace_t *t)
             ok = sscanf(line, "%*s %u %lf", &t->stall_every, &t->stall_factor) == 2;
         else if (!strcmp(a, "extra"))
             ok = sscanf(line, "%*s %u", &t->extra_every) == 1;
-        else if (!strcmp(a, "probe"))
-            ok = sscanf(line, "%*s %lf", &t->probe) == 1;
+        else if (!strcmp(a, "net"))
+            ok = sscanf(line, "%*s %lf", &t->net) == 1;
         else if (!strcmp(a, "backward"))
             ok = sscanf(line, "%*s %lf %u %u %u", &t->backward, &t->backward_every,
                         &t->backward_hold, &t->backward_load) == 4 &&
@@ -169,9 +169,9 @@ static int trace_load(const char *path, trace_t *t)
         else if (!strcmp(a, "backward_at"))
             ok = t->n_backwards < MAX_EV && sscanf(line, "%*s %u %lf", &u1, &d1) == 2 && d1 > 0 &&
                  (t->backwards[t->n_backwards++] = (set_ev_t){u1, 0, d1}, 1);
-        else if (!strcmp(a, "probe_at"))
-            ok = t->n_probes < MAX_EV && sscanf(line, "%*s %u %lf", &u1, &d1) == 2 &&
-                 (t->probes[t->n_probes++] = (set_ev_t){u1, 0, d1}, 1);
+        else if (!strcmp(a, "net_at"))
+            ok = t->n_nets < MAX_EV && sscanf(line, "%*s %u %lf", &u1, &d1) == 2 &&
+                 (t->nets[t->n_nets++] = (set_ev_t){u1, 0, d1}, 1);
         else if (!strcmp(a, "expect")) {
             char what[64], list[128];
             ok = sscanf(line, "%*s %63s", what) == 1;
@@ -239,13 +239,13 @@ static double load_factor(const trace_t *t, uint32_t i)
     return f;
 }
 
-static double probe_at(const trace_t *t, uint32_t i)
+static double net_at(const trace_t *t, uint32_t i)
 {
-    double p = t->probe;
+    double p = t->net;
 
-    for (uint32_t k = 0; k < t->n_probes; k++)
-        if (t->probes[k].iter <= i)
-            p = t->probes[k].us;
+    for (uint32_t k = 0; k < t->n_nets; k++)
+        if (t->nets[k].iter <= i)
+            p = t->nets[k].us;
     return p;
 }
 
@@ -312,7 +312,7 @@ static int trace_run(const trace_t *t)
     for (uint32_t i = 0; i < t->iters; i++) {
         int restart;
         if (i >= 2 && rec[i - 2].clean)
-            prophet_closed_loop_sample(l, rec[i - 2].cand, rec[i - 2].us, probe_at(t, i - 2),
+            prophet_closed_loop_sample(l, rec[i - 2].cand, rec[i - 2].us, net_at(t, i - 2),
                                        backward_at(t, i));
         const char *why = prophet_closed_loop_drift(l, &restart);
         if (why) {
