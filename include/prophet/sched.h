@@ -283,7 +283,9 @@ typedef enum prophet_cand {
  * - after one pair, only a defender that is clearly ahead wins (the challenger slower by more
  *   than PROPHET_TRIAL_PAIR_CLEAR, beyond NOISE_Z standard errors of the two windows' samples);
  * - after PROPHET_TRIAL_PAIRS_MAX pairs (or as many judged windows twice over) the defender wins:
- *   a challenger replaces the plan in force only when it is faster by more than the noise.
+ *   a challenger replaces the plan in force only when it is faster by more than the noise;
+ * - in a re-time, the incumbent also wins once passthrough was slower by more than the tie in each
+ *   of PROPHET_TRIAL_PAIRS_MIN pairs or more (sched/trials.c, retime_futile).
  * A leader that won and had a runner-up in the first pass within PROPHET_TRIAL_NEAR of it
  * defends against that runner-up in a second duel, its window that ended the first duel
  * counting as the second's first defender window (among plans that all beat passthrough, which

@@ -213,8 +213,15 @@ class Round:
             answers = verdict(d["pairs"], d["pair1_se"])
         d["d_us"] = None
         cap = PAIRS_MIN if d["kind"] == "runner" else PAIRS_MAX  # sched/trials.c, duel_cap
-        if "on" in answers and (len(d["pairs"]) >= cap or d["slots"] >= 2 * cap):
+        # sched/trials.c, retime_futile: passthrough behind by more than the tie in every pair
+        futile = d["kind"] == "retime" and len(d["pairs"]) >= PAIRS_MIN and \
+            all(c / de - 1 > TIE + EPS for c, de in d["pairs"])
+        unsure = d["kind"] == "retime" and len(d["pairs"]) >= PAIRS_MIN and not futile and \
+            all(c / de - 1 > TIE - EPS for c, de in d["pairs"])
+        if "on" in answers and (len(d["pairs"]) >= cap or d["slots"] >= 2 * cap or futile):
             answers = (answers - {"on"}) | {"d"}
+        elif "on" in answers and unsure:  # a pair at the tie's boundary: either way
+            answers = answers | {"d"}
         d["answers"] = answers
 
     def duel_over(self, next_cand):
