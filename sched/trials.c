@@ -376,10 +376,11 @@ static void drift_check(prophet_trials_t *t, double backward_us)
 
     if (!(sigs & PROPHET_DRIFT_TIME))
         sigs = 0;
-    /* the signals off during the run, the profile as it stands now: a bandwidth off in one
-     * sample makes the whole run's restart a full one (a slower link's may hover at its
-     * threshold); a profile read out of step once waits for its next reading */
-    t->drift_sigs = sigs ? (t->drift_run ? t->drift_sigs & ~PROPHET_DRIFT_PROFILE : 0) | sigs : 0;
+    /* the signals as they stand when the run restarts: a bandwidth that dipped past its threshold
+     * in one burst of the run and came back is the host's (issue 36's soak: one such sample made
+     * a full round of seven candidates); a profile read out of step once waits for its next
+     * reading */
+    t->drift_sigs = sigs;
     t->drift_run = sigs ? t->drift_run + 1 : 0;
     if (!sigs || t->drift_run < prophet_trials_drift_lasts(t) ||
         (profile_pending(t) && t->drift_run < prophet_trials_drift_lasts(t) + PROFILE_WAIT_MAX))

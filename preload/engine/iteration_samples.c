@@ -28,6 +28,7 @@
 #include "real_libs/cuda_driver.h"
 #include "schedule_log/log_bridge.h"
 #include "debug_log/log_line.h"
+#include "engine/readiness_poller.h"
 #include "config/process_config.h"
 
 int prophet_loop_on(void)
@@ -98,18 +99,20 @@ static void prophet_loop_log_drift(prophet_comm_t *c)
                     prophet_trials_drift_lasts(prophet_closed_loop_trials(c->loop.cl)));
 }
 
-/* The network's bandwidth as the plans would see it now (the fit from NCCL operations' times,
- * raised to the eBPF throughput's recent peak; < 0: no model). Not the eBPF throughput itself: the
- * bytes of an iteration are the same whatever slows it, so the rate over wall time falls with the
- * iteration time exactly as much on a busy host as under a slower link. Issue 36's soak (ResNet-50
- * per-tensor, 4 ranks, two busy loops on and off): the eBPF rate swung 50-76 MB/s with the bursts
- * (0.5 s smoothing) and started full rounds, while the fit stayed at 80-92 MB/s. */
+/* The network's bandwidth as the plans would see it now: the fit from NCCL operations' times (the
+ * rate while sending), raised to the eBPF throughput's recent peak. Not the eBPF throughput itself
+ * while a plan holds calls: the bytes of an iteration are the same whatever slows it, so the rate
+ * over wall time falls with the iteration time as much on a busy host as under a slower link
+ * (issue 36's soak, ResNet-50 per-tensor, 4 ranks, two busy loops on and off: the eBPF rate swung
+ * 50-76 MB/s with the bursts and started full rounds; the fit stayed within 65-115 MB/s). Under a
+ * passthrough plan no operation is timed and the fit stands still (125 MB/s before and after a
+ * link slowed to 250 Mbit/s): the eBPF throughput is then the only live figure. < 0: none. */
 static double prophet_loop_net_Bps(prophet_comm_t *c)
 {
     prophet_net_t net;
 
-    if (!c->models.net)
-        return -1;
+    if (c->loop.direct || !c->models.net)
+        return prophet_poller_probe_Bps();
     prophet_netmodel_get(c->models.net, &net);
     return net.bandwidth_Bps;
 }

@@ -455,6 +455,39 @@ static void test_change_at_choice(void)
     }
 }
 
+/* A time drift on a bursty host moves the bandwidth fitted from NCCL's operations too, but less
+ * than a link that changed: by 35% through the whole drift, or past the threshold in one burst of
+ * it and back by the time it restarts (issue 36's soak: a full round of seven candidates each
+ * time). Both re-time the incumbent; a link at a quarter makes a full round. */
+static void test_net_dip(void)
+{
+    static const uint32_t two[] = {PROPHET_CAND_OPTIMAL, PT};
+    static const double truth[PROPHET_CAND_COUNT] = {1000, 1200, 1500, 1500, 1500, 1500, 1500};
+
+    for (int how = 0; how < 3; how++) { /* 0.65x all through; 0.3x, then back; 0.25x */
+        prophet_trials_t t;
+        int i;
+
+        prophet_trials_init(&t);
+        CHECK(prophet_trials_begin(&t, two, 2) == 0);
+        CHECK(judge(&t, truth) == PROPHET_CAND_OPTIMAL);
+        settle(&t, PROPHET_CAND_OPTIMAL, 1000, 1e8);
+        for (i = 0; i < 4 * PROPHET_TRIAL_DRIFT_LASTS && !prophet_trials_wants_round(&t); i++)
+            prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, 1400,
+                                  how == 0   ? 0.65e8
+                                  : how == 2 ? 0.25e8
+                                  : i < 6    ? 0.3e8
+                                             : 1e8,
+                                  800 * 1.4);
+        CHECKF(prophet_trials_wants_round(&t) && t.time_only == (how < 2),
+               "bandwidth %s: restart %d, %s",
+               how == 0   ? "0.65x"
+               : how == 1 ? "dipped"
+                          : "0.25x",
+               prophet_trials_wants_round(&t), t.reason ? t.reason : "none");
+    }
+}
+
 /* A re-time on a bursty host: passthrough behind the incumbent in both of the first two pairs, by
  * 15% and 40% (too far apart for the t-test to call it after two pairs). The incumbent stays after
  * those two pairs, not the cap's four (issue 36's soak: 14 iterations of passthrough saved). One
@@ -1091,6 +1124,7 @@ int main(void)
     test_drift();
     test_profile_readings();
     test_net_settle();
+    test_net_dip();
     test_change_at_choice();
     test_retime();
     test_retime_futile();
