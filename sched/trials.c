@@ -6,11 +6,10 @@
  * iteration time past its threshold (include/prophet/sched.h) starts a new round at the next
  * agreement, and the other two say which round: a re-time of the incumbent, or a full one. The
  * iteration time and the bandwidth are compared with a baseline taken under the kept plan (the
- * median of its first
- * PROPHET_TRIAL_DRIFT_RECENT samples after the choice), not with its trial figure: the lowest of
- * several medians of a few samples is biased low, and a noisy machine would restart at once. Pure:
- * the caller hands in the figures (preload/closed_loop.c measures them on rank 0 and carries them
- * in the plan). */
+ * median of its first PROPHET_TRIAL_DRIFT_RECENT samples after the choice), not with its trial
+ * figure: the lowest of several medians of a few samples is biased low, and a noisy machine would
+ * restart at once. Pure: the caller hands in the figures (the preload's
+ * engine/iteration_samples.c measures them on rank 0 and carries them in the plan). */
 #include <errno.h>
 #include <math.h>
 #include <string.h>
