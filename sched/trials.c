@@ -343,7 +343,9 @@ static uint32_t drift_now(prophet_trials_t *t, double backward_us)
     if (t->n_recent_net == k && !(t->ref_net > 0))
         t->ref_net = median_of(t->recent_net, k);
     else if (t->n_recent_net > k &&
-             drifted(median_of(t->recent_net, k), t->ref_net, PROPHET_TRIAL_DRIFT_NET))
+             drifted(median_of(t->recent_net, k), t->ref_net,
+                     t->chosen == PROPHET_CAND_PASSTHROUGH ? PROPHET_TRIAL_DRIFT_NET_DIRECT
+                                                           : PROPHET_TRIAL_DRIFT_NET))
         sigs |= PROPHET_DRIFT_NET;
     profile_read(t, backward_us, m);
     if (profile_drifted(t))

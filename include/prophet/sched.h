@@ -243,6 +243,10 @@ typedef enum prophet_cand {
  * 30% with a bursty host's load and its own alpha/bandwidth trade-off (issue 36's soak: 65-115
  * MB/s around 87 at the agreements), and a link worth planning again for changes by 2x or more */
 #define PROPHET_TRIAL_DRIFT_NET 0.50
+/* ... under a kept passthrough, where the preload hands in the eBPF throughput (no operation is
+ * timed, so no fit moves): a slower link takes off only the share of the link the job used (a
+ * link at a quarter: 69-77 MB/s to 29), and the host's bursts cost no full round of a held plan */
+#define PROPHET_TRIAL_DRIFT_NET_DIRECT 0.30
 #define PROPHET_TRIAL_DRIFT_PROFILE 0.25 /* relative change of the profile's backward span */
 #define PROPHET_TRIAL_SAMPLES_MAX 32
 /* Once a plan is kept (or passthrough is in force), the caller measures one iteration in this
