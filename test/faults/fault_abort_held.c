@@ -26,6 +26,7 @@
  * reduced values. Exit 0 = every rank behaved. */
 #include <pthread.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "emu_cuda.h"
 #include "fault_cluster.h"
@@ -251,8 +252,15 @@ static int rank_main(int rank, int nranks, const ncclUniqueId *ids, void *arg)
         }
     }
     if (how == FALLBACK || how == GATE_FAIL || how == RELEASE_ERROR) {
-        /* the comm stopped with a sticky error of the preload */
-        if (ncclCommGetAsyncError(comm, &err) != ncclSuccess || err == ncclSuccess) {
+        /* the comm stopped with a sticky error of the preload. ncclCommGetAsyncError never
+         * blocks: while the preload's poller holds the comm, it answers NCCL's own (none), and a
+         * watchdog asks again at its next poll, as here (one try failed under TSan) */
+        ncclResult_t grc = ncclSuccess;
+        err = ncclSuccess;
+        for (int tries = 0; tries < 200 && grc == ncclSuccess && err == ncclSuccess; tries++)
+            if ((grc = ncclCommGetAsyncError(comm, &err)) == ncclSuccess && err == ncclSuccess)
+                usleep(1000);
+        if (grc != ncclSuccess || err == ncclSuccess) {
             fprintf(stderr, "fault: rank %d: no sticky error on the communicator\n", rank);
             return 1;
         }

@@ -490,8 +490,8 @@ static void test_net_dip(void)
 
 /* Under a kept passthrough the bandwidth handed in is the eBPF throughput, which a link at a
  * quarter took from 69-77 MB/s to 29, and to more when the job was slower already (0.53x here):
- * with the iteration time, a full round; the time alone
- * takes new baselines (e2e.bw_change_replan failed with the held plans' 50% threshold here). */
+ * with the iteration time, a full round; the time alone takes new baselines (e2e.bw_change_replan
+ * failed with the held plans' 50% threshold here). */
 static void test_net_passthrough(void)
 {
     static const uint32_t two[] = {PROPHET_CAND_OPTIMAL, PT};
