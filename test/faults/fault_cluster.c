@@ -174,4 +174,3 @@ size_t fault_unreduced(int rank, int k, int iter, CUdeviceptr d, float *h, size_
         same += h[i] == fault_value(rank, k, iter, i);
     return same;
 }
-
