@@ -441,9 +441,10 @@ int prophet_trials_wants_round(const prophet_trials_t *t);
 int prophet_trials_begin(prophet_trials_t *t, const uint32_t *cands, uint32_t n);
 /* One clean iteration time of candidate `in_force` (the candidate whose plan ran it), with the
  * network's bandwidth then (bytes/s, what the plans would be made from: the preload hands in its
- * network model's; < 0: none) and the profile's backward span (<= 0: unknown). In a round,
- * a sample of the candidate being timed joins its window; once chosen, samples feed the drift
- * check, which sets restart. Returns PROPHET_TRIAL_SAMPLE_*. */
+ * network model's, or under a kept passthrough, which times no operation, the eBPF throughput,
+ * judged by PROPHET_TRIAL_DRIFT_NET_DIRECT; < 0: none) and the profile's backward span (<= 0:
+ * unknown). In a round, a sample of the candidate being timed joins its window; once chosen,
+ * samples feed the drift check, which sets restart. Returns PROPHET_TRIAL_SAMPLE_*. */
 #define PROPHET_TRIAL_SAMPLE_IGNORED 0 /* not the candidate being timed, or not a figure */
 #define PROPHET_TRIAL_SAMPLE_WINDOW 1  /* joined the window of the candidate being timed */
 #define PROPHET_TRIAL_SAMPLE_DRIFT 2   /* fed the kept plan's drift check */

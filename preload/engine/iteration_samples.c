@@ -122,7 +122,9 @@ static void prophet_loop_drain(prophet_comm_t *c, uint64_t iteration)
     prophet_comm_loop_t *L = &c->loop;
     const prophet_profile_t *p = prophet_learner_profile(c->models.learner);
     double backward = p && p->n_calls ? p->ready_us[p->n_calls - 1] : 0, us;
-    double net_Bps = prophet_loop_net_Bps(c);
+    /* read only when a sample may feed the kept plan's drift check (a trial window ignores it):
+     * the model's read may refit it, on the caller's thread */
+    double net_Bps = c->loop.chosen && L->mark_n >= 2 ? prophet_loop_net_Bps(c) : -1;
     CUstreamCaptureMode mode = prophet_capture_relax();
 
     while (L->mark_n >= 2 && prophet_loop_time_oldest(c, &us)) {
