@@ -25,7 +25,7 @@ KINDS = {
     "cuStreamWaitEvent": "WAIT",
     "cuEventQuery": "EVENT_QUERY", "cuStreamQuery": "STREAM_QUERY",
     "cuEventSynchronize": "EVENT_SYNC", "cuStreamSynchronize": "STREAM_SYNC",
-    "cuCtxSynchronize": "CTX_SYNC", "cuMemFree": "CTX_SYNC", "cuMemFreeHost": "CTX_SYNC",
+    "cuCtxSynchronize": "CTX_SYNC", "cuMemFree": "MEM_FREE", "cuMemFreeHost": "MEM_FREE",
     "cuEventElapsedTime": "ELAPSED",
     "cuEventDestroy": "EVENT_DESTROY", "cuStreamDestroy": "STREAM_DESTROY",
     "cuStreamCreate": "STREAM_CREATE", "cuStreamCreateWithPriority": "STREAM_CREATE",
@@ -223,7 +223,9 @@ KIND_DOC = {
     "ELAPSED": "ELAPSED: NOT_READY on a virtual record (rule 5)",
     "EVENT_SYNC": "EVENT_SYNC: releases what the event is behind (rule 6)",
     "STREAM_SYNC": "STREAM_SYNC: releases what the stream is behind (rule 6)",
-    "CTX_SYNC": "CTX_SYNC: releases every open block (rule 6)",
+    "CTX_SYNC": "CTX_SYNC: releases only the blocks that gated work waits for (rule 6)",
+    "MEM_FREE": "MEM_FREE: releases only a block with a member's buffer in the freed allocation, "
+                "or one that gated work waits for (rule 6)",
     "EVENT_DESTROY": "EVENT_DESTROY: a virtual record's destruction is deferred (rule 8); an "
                      "interprocess or graph event is forgotten first",
     "STREAM_DESTROY": "STREAM_DESTROY: releases what the stream is behind (rule 6)",
@@ -376,6 +378,8 @@ def main():
             a = events[0]
         elif kind == "GRAPH_NODE":
             a = next(n for n, t in types.items() if t.startswith("CUgraphNodeParams"))
+        elif kind == "MEM_FREE":
+            a, b = names[0], ("1" if "Host" in proc_name(sym) else "0")
         elif kind in ("EVENT_QUERY", "EVENT_SYNC", "EVENT_DESTROY"):
             a = events[0]
         elif kind == "ELAPSED":
@@ -398,6 +402,7 @@ def main():
  *   list, b its length), CTX_RECORD, CTX_WAIT, GRAPH_EVENT (a event), GRAPH_NODE (a node params),
  *   SYNC_WORK (a synchronous copy or memset: work on the default stream, then a host wait),
  *   EVENT_QUERY, STREAM_QUERY, ELAPSED (a, b events), EVENT_SYNC, STREAM_SYNC, CTX_SYNC,
+ *   MEM_FREE (a the pointer freed, b 1 for host memory),
  *   EVENT_DESTROY, STREAM_DESTROY, STREAM_CREATE (a out-handle, b flags; told after success),
  *   CAPTURE_BEGIN (a stream), OTHER (nothing to ask), PROCADDR (cuGetProcAddress: hand-written),
  *   EVENT_CREATE (a out-handle, b flags; told after success), IPC_OPEN_EVENT (a out-handle; told

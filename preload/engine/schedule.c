@@ -336,7 +336,8 @@ static ncclResult_t prophet_hold(prophet_comm_t *c, const prophet_call_t *k)
     b->bytes += prophet_call_bytes(k);
     b->last_arrival_us = k->arrival_us;
     b->stall_warned = 0;
-    prophet_hold_call_held(c, k->stream, c->gpu.gate_gen + 1);
+    prophet_hold_call_held(c, k->stream, c->gpu.gate_gen + 1, k->sendbuff, k->recvbuff,
+                           prophet_call_bytes(k));
     if (prophet_closes_block(c, k->index))
         return prophet_release_pending(c);
     prophet_msg(PROPHET_LOG_TRACE, "comm %lu iteration %lu: call #%u held in block %u (%u calls)",

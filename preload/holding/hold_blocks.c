@@ -85,7 +85,24 @@ int prophet_hold_may_join(prophet_comm_t *c, CUstream st, uint32_t gen)
 }
 
 /* A call was held on st in c's open block gen (its ready event was just recorded on st). */
-void prophet_hold_call_held(prophet_comm_t *c, CUstream st, uint32_t gen)
+/* Keeps [p, p + bytes) among the open block's buffers (one range for both when they are the same).
+ */
+static void hold_range_add(hold_comm_t *hc, const void *p, size_t bytes)
+{
+    uintptr_t lo = (uintptr_t)p, hi = lo + (bytes ? bytes : 1);
+
+    for (int i = 0; i < hc->nrange && i < HOLD_RANGES_MAX; i++)
+        if (hc->range[i][0] == lo && hc->range[i][1] == hi)
+            return;
+    if (hc->nrange < HOLD_RANGES_MAX) {
+        hc->range[hc->nrange][0] = lo;
+        hc->range[hc->nrange][1] = hi;
+    }
+    hc->nrange++;
+}
+
+void prophet_hold_call_held(prophet_comm_t *c, CUstream st, uint32_t gen, const void *send,
+                            const void *recv, size_t bytes)
 {
     hold_comm_t *hc;
     hold_stream_t *h;
@@ -100,8 +117,14 @@ void prophet_hold_call_held(prophet_comm_t *c, CUstream st, uint32_t gen)
         hc->open_gen = gen;
         hc->owner = pthread_self();
         hc->stream = h ? h->key : NULL;
+        hc->nrange = 0;
         prophet_hold_nopen++;
     }
+    if (hc) {
+        hold_range_add(hc, send, bytes);
+        hold_range_add(hc, recv, bytes);
+    }
+    prophet_hold_entries_++; /* a poll of an earlier record is no poll across a held call */
     if (h) {
         HOLD_STREAM_CHANGE(h, {
             if (prophet_hold_dep_add(&h->vdeps, c, gen) != 0)

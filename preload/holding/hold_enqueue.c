@@ -102,13 +102,13 @@ out:
     return handled;
 }
 
-/* One hardware queue: a stream may not become virtually behind another thread's open block. Its
- * thread could later gate it on that block from the preload's own path (an NCCL call inside a
- * user group, with the comm lock held, cannot release another thread's block), and the gate would
- * sit ahead of the block's launch in the one queue. So a wait on a virtual record of another
- * thread's open blocks waits on the host for their release here, where no comm lock is held, as a
- * host synchronisation does (rule 6). Called locked; drops the lock while it waits. */
-static void hold_one_queue_wait_foreign(CUevent e)
+/* A stream may not become virtually behind another thread's open block. Its thread could later
+ * gate it on that block from the preload's own path (an NCCL call inside a user group, with the
+ * comm lock held, cannot release another thread's block), and the gate would sit ahead of the
+ * block's launch in a shared hardware queue (hold_gates.c). So a wait on a virtual record of
+ * another thread's open blocks waits on the host for their release here, where no comm lock is
+ * held, as a host synchronisation does (rule 6). Called locked; drops the lock while it waits. */
+static void hold_wait_foreign(CUevent e)
 {
     hold_depset_t foreign = {0};
     hold_rec_t *r = prophet_hold_rec_find(e);
@@ -136,8 +136,7 @@ int prophet_hold_stream_wait_event(CUstream s, CUevent e, int ptsz, CUresult *rc
     if (prophet_hold_skip())
         return 0;
     HOLD_LOCK();
-    if (prophet_hold_one_queue())
-        hold_one_queue_wait_foreign(e); /* before the stream is looked up: drops the lock */
+    hold_wait_foreign(e); /* before the stream is looked up: drops the lock */
     if (!(h = prophet_hold_stream(s, ptsz)))
         goto out;
     r = prophet_hold_rec_find(e);

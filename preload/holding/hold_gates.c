@@ -26,10 +26,53 @@ void prophet_hold_set_release(void (*fn)(prophet_comm_t *c))
 
 /* ---- making dependencies real ------------------------------------------------------------- */
 
-/* Stream `real` waits for block d (open or released) unless it has already completed. */
+/* The host waits until released block d has completed (its launch is ahead on X, so it does),
+ * or until its communicator has failed for good (a sticky error: the gate word may then never be
+ * written; the context is stopped by then, "A dropped call"). */
+static void hold_gate_wait_host(const hold_dep_t *d)
+{
+    long ns = 20 * 1000;
+
+    while (!prophet_hold_complete(d) && d->c->error == ncclSuccess) {
+        struct timespec ts = {0, ns};
+        nanosleep(&ts, NULL);
+        ns = ns < 1000 * 1000 ? 2 * ns : ns;
+    }
+}
+
+/* 1 when rc says the context has failed for good (a sticky error: nothing queued runs any more). */
+static int hold_cuda_dead(CUresult rc)
+{
+    switch (rc) {
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
+    case CUDA_ERROR_DEINITIALIZED:
+    case CUDA_ERROR_ASSERT:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Stream `real` waits for block d (open or released) unless it has already completed. When the
+ * GPU gate cannot be written (stream memory operations off, a stream the driver refuses it on),
+ * the gated work must still not run before the block: the host waits for a released block to
+ * complete, then the work is enqueued behind nothing it needs (one WARN per process). An open
+ * block cannot be waited for from here (only its issuing thread releases it): the failure is
+ * returned, and the callers have released every open block they could before gating. */
 CUresult prophet_hold_gate(CUstream real, const hold_dep_t *d)
 {
+    static atomic_int warned;
     uint32_t g;
+    CUresult rc;
 
     if (prophet_hold_complete(d))
         return CUDA_SUCCESS;
@@ -38,23 +81,57 @@ CUresult prophet_hold_gate(CUstream real, const hold_dep_t *d)
            !atomic_compare_exchange_weak_explicit(&d->c->gated_gen, &g, d->gen,
                                                   memory_order_relaxed, memory_order_relaxed))
         ;
-    return prophet_cu.StreamWaitValue32(real, d->c->gpu.gate_dev, d->gen, CU_STREAM_WAIT_VALUE_GEQ);
+    rc = prophet_cu.StreamWaitValue32(real, d->c->gpu.gate_dev, d->gen, CU_STREAM_WAIT_VALUE_GEQ);
+    if (rc == CUDA_SUCCESS || prophet_hold_is_open(d) || hold_cuda_dead(rc))
+        return rc; /* a stopped context runs nothing more: no gate is needed, none can open */
+    if (!atomic_exchange(&warned, 1))
+        prophet_msg(PROPHET_LOG_WARN,
+                    "a GPU gate behind a held all-reduce could not be written (%s): the host "
+                    "waits for the all-reduce instead, wherever a gate fails",
+                    prophet_cuda_errstr(rc));
+    hold_gate_wait_host(d);
+    return prophet_hold_complete(d) ? CUDA_SUCCESS : rc;
 }
 
-/* Issues virtual record r for real on its own stream, behind gates on its dependencies. */
+/* 1 when h is another thread's default stream per thread: its handle, CU_STREAM_PER_THREAD,
+ * names the calling thread's own stream here. */
+static int hold_stream_foreign_ptds(const hold_stream_t *h)
+{
+    CUstream key, real;
+    int legacy, perthread;
+
+    if (h->real != CU_STREAM_PER_THREAD)
+        return 0;
+    prophet_hold_stream_norm(CU_STREAM_PER_THREAD, 0, &key, &real, &legacy, &perthread);
+    return h->key != key;
+}
+
+/* Issues virtual record r for real on its own stream, behind gates on its dependencies. Another
+ * thread's default stream per thread cannot be named from here: the record is issued on the
+ * internal stream X of a communicator it depends on, behind the same gates and the recording
+ * stream's prefix (its shadow), which is what the record covers. (A stream is never virtually
+ * behind another thread's open block, hold_enqueue.c, so a record is made real by the thread that
+ * made it; this is the guard for a path that would break that.) */
 CUresult prophet_hold_rec_issue_on_stream(hold_rec_t *r)
 {
     CUresult rc = CUDA_SUCCESS, r2;
     hold_stream_t *s = r->s;
+    CUstream on = s->real;
 
+    if (hold_stream_foreign_ptds(s) && r->deps.n > 0 && r->deps.d[0].c->gpu.x) {
+        on = r->deps.d[0].c->gpu.x;
+        if (r->sh && (r2 = prophet_cu.StreamWaitEvent(on, r->sh->ev, 0)) != CUDA_SUCCESS)
+            rc = r2;
+    }
     for (int i = 0; i < r->deps.n; i++)
-        if ((r2 = prophet_hold_gate(s->real, &r->deps.d[i])) != CUDA_SUCCESS && rc == CUDA_SUCCESS)
+        if ((r2 = prophet_hold_gate(on, &r->deps.d[i])) != CUDA_SUCCESS && rc == CUDA_SUCCESS)
             rc = r2;
     for (int i = 0; i < r->deps.n; i++)
         if (prophet_hold_is_open(&r->deps.d[i]))
             prophet_hold_dep_add(&r->taint, r->deps.d[i].c, r->deps.d[i].gen);
-    prophet_hold_stream_touched(s);
-    if ((r2 = prophet_cu.EventRecord(r->ev, s->real)) != CUDA_SUCCESS && rc == CUDA_SUCCESS)
+    if (on == s->real)
+        prophet_hold_stream_touched(s);
+    if ((r2 = prophet_cu.EventRecord(r->ev, on)) != CUDA_SUCCESS && rc == CUDA_SUCCESS)
         rc = r2;
     return rc;
 }
@@ -70,16 +147,36 @@ void prophet_hold_rec_issued(hold_rec_t *r)
     prophet_hold_rec_settle(r);
 }
 
+/* 1 when r depends on an open block of a communicator that `gated` does not name. */
+static int hold_rec_behind_other(const hold_rec_t *r, const hold_depset_t *gated)
+{
+    for (int i = 0; i < r->deps.n; i++) {
+        int named = 0;
+        if (!prophet_hold_is_open(&r->deps.d[i]))
+            continue;
+        for (int j = 0; j < gated->n && !named; j++)
+            named = gated->d[j].c == r->deps.d[i].c;
+        if (!named)
+            return 1;
+    }
+    return 0;
+}
+
 /* Real work is about to be enqueued on h (or the host waits for it): its virtual dependencies
  * become GPU gates (still open blocks: the stream is then materially behind them), and its
- * pending virtual records are issued behind those gates. Never releases anything. */
+ * pending virtual records are issued behind those gates. A record that also depends on an open
+ * block h no longer names (the scheduler took its own communicator's block out of h's set before
+ * the call: prophet_hold_before_call) stays virtual: no gate covers that block, and it is issued
+ * once that block is released. Never releases anything. */
 CUresult prophet_hold_materialise(hold_stream_t *h)
 {
     CUresult rc = CUDA_SUCCESS, r2;
+    hold_depset_t gated = {0};
 
     if (h->vdeps.n == 0)
         return CUDA_SUCCESS;
     prophet_hold_enter();
+    (void)prophet_hold_depset_copy(&gated, &h->vdeps);
     HOLD_STREAM_CHANGE(h, {
         for (int i = 0; i < h->vdeps.n; i++) {
             hold_dep_t *d = &h->vdeps.d[i];
@@ -93,7 +190,7 @@ CUresult prophet_hold_materialise(hold_stream_t *h)
     prophet_hold_stream_touched(h);
     for (hold_rec_t *r = prophet_hold_virt_head, *n; r; r = n) {
         n = r->vnext;
-        if (r->s != h)
+        if (r->s != h || hold_rec_behind_other(r, &gated))
             continue;
         /* the gates are already in front: a plain record covers them */
         for (int i = 0; i < h->taint.n; i++)
@@ -103,6 +200,7 @@ CUresult prophet_hold_materialise(hold_stream_t *h)
         prophet_hold_rec_issued(r);
     }
     prophet_hold_leave();
+    prophet_hold_depset_free(&gated);
     if (rc != CUDA_SUCCESS)
         prophet_msg(PROPHET_LOG_WARN, "gating stream %p behind a held all-reduce failed (%s)",
                     (void *)h->real, prophet_cuda_errstr(rc));
@@ -173,60 +271,43 @@ void prophet_hold_release_or_wait(hold_dep_t *open, int n)
     }
 }
 
-/* ---- CUDA_DEVICE_MAX_CONNECTIONS=1 ----------------------------------------------------------
- * Every stream's work then goes through one hardware queue in issue order: a GPU gate on an open
- * block (cuStreamWaitValue32) blocks everything issued after it, the block's own launch on X
- * included, which is issued only at its release: a deadlock (preload.prophet_hold_one_queue). With
- * one connection, real work on a stream behind an open block releases that block first (by its
- * issuing thread at this program-order point; another thread waits on the host for it, as a host
- * synchronisation does); the gate then waits for a released block, whose launch is ahead of it
- * in the queue. */
-int prophet_hold_one_queue(void)
-{
-    static int v = -1;
+/* ---- a GPU gate waits for released blocks only ------------------------------------------------
+ * Every stream's work goes through one of CUDA_DEVICE_MAX_CONNECTIONS hardware queues (8 by
+ * default, streams mapped onto them in turn), in issue order within a queue. A GPU gate on an
+ * *open* block (cuStreamWaitValue32) blocks everything issued after it in its queue, and the
+ * block's own launch on X, or a later member's ready event, may be issued later into that very
+ * queue: a deadlock. It would also keep real work of the job waiting for a block that only this
+ * rank's next program-order point closes, so that a host synchronisation or a free that waits
+ * for that work (rank-local: a timer, the allocator under memory pressure) would have to cut the
+ * block on this rank alone. So real work on a stream behind an open block releases that block
+ * first: by its issuing thread at this program-order point (the job consumes a held result
+ * there, the same point on every rank), while another thread waits on the host until the issuing
+ * thread releases it, as at a host synchronisation. A gate then always waits for work issued
+ * before it, and no mapping of streams onto FIFO queues can deadlock. */
 
-    if (v < 0) {
-        const char *e = getenv("CUDA_DEVICE_MAX_CONNECTIONS");
-        v = e && atoi(e) == 1;
-    }
-    return v;
-}
-
-/* Adds the open blocks h is virtually behind to `out` when one hardware queue is all there is. */
-static void hold_one_queue_collect(const hold_stream_t *h, hold_depset_t *out)
-{
-    if (prophet_hold_one_queue())
-        prophet_hold_collect_open(&h->vdeps, out);
-}
-
-/* Real work on s. When it lands on the members' stream of an open block that this thread issued,
- * no later call of that stream can join the block any more (it is materially behind it): the block
- * is released here, a program-order point of the issuing thread (the same on every rank), so that
- * no host synchronisation of another thread waits for it (Horovod's copy-out after the call). */
+/* Real work on s (rule 4): every open block s is virtually behind is released first (by its
+ * issuing thread; another thread waits for that release), then s really waits for the released
+ * blocks and its pending virtual records are issued behind those gates. may_release is 0 on the
+ * scheduler's own path (comm lock held, nothing released there). */
 void prophet_hold_work(CUstream s, int ptsz, int may_release)
 {
-    hold_depset_t dead = {0};
+    hold_depset_t open = {0};
     hold_stream_t *h;
 
     if (!prophet_hold_armed() || prophet_hold_forked)
         return;
     HOLD_LOCK();
     if ((h = prophet_hold_stream(s, ptsz)) != NULL) {
-        for (int i = 0; may_release && i < h->vdeps.n; i++) {
-            hold_comm_t *hc = prophet_hold_comm(h->vdeps.d[i].c);
-            if (hc && prophet_hold_is_open(&h->vdeps.d[i]) && hc->stream == h->key &&
-                pthread_equal(hc->owner, pthread_self()))
-                prophet_hold_dep_add(&dead, h->vdeps.d[i].c, h->vdeps.d[i].gen);
+        if (may_release) {
+            prophet_hold_collect_open(&h->vdeps, &open);
+            if (open.n)
+                prophet_hold_release_or_wait(open.d, open.n);
         }
-        if (may_release)
-            hold_one_queue_collect(h, &dead);
-        if (dead.n)
-            prophet_hold_release_or_wait(dead.d, dead.n);
         prophet_hold_stream_prune(h);
         prophet_hold_materialise(h);
         prophet_hold_stream_touched(h);
     }
     prophet_hold_rearm();
     HOLD_UNLOCK();
-    prophet_hold_depset_free(&dead);
+    prophet_hold_depset_free(&open);
 }

@@ -48,51 +48,30 @@ int prophet_hold_ipc_has(CUevent e)
     return prophet_hold_evset_has(&hold_ipcs, e);
 }
 
-/* Adds the open blocks among `s` that this thread issued (it may release them) to `out`. Called
- * locked. */
-static void hold_collect_own(const hold_depset_t *s, hold_depset_t *out)
-{
-    pthread_t self = pthread_self();
-
-    for (int i = 0; i < s->n; i++) {
-        hold_comm_t *hc = prophet_hold_comm(s->d[i].c);
-        if (hc && prophet_hold_is_open(&s->d[i]) && pthread_equal(hc->owner, self) &&
-            prophet_hold_dep_add(out, s->d[i].c, s->d[i].gen) != 0)
-            prophet_msg(PROPHET_LOG_WARN, "out of memory collecting the held blocks to release");
-    }
-}
-
-/* Releases the open blocks among a and b at this program-order point: every one (`others`:
- * another thread's block is waited for, as at a host synchronisation), or only those this thread
- * issued (a record never blocks the host: the others are left to GPU gates). Called locked; drops
- * the lock around each release. */
-static void hold_release_behind(const hold_depset_t *a, const hold_depset_t *b, int others)
+/* Releases the open blocks among a and b at this program-order point (another thread's block is
+ * waited for, as at a host synchronisation: a GPU gate waits for released blocks only). Called
+ * locked; drops the lock around each release. */
+static void hold_release_behind(const hold_depset_t *a, const hold_depset_t *b)
 {
     hold_depset_t open = {0};
 
-    if (others) {
-        prophet_hold_collect_open(a, &open);
-        prophet_hold_collect_open(b, &open);
-    } else {
-        hold_collect_own(a, &open);
-        hold_collect_own(b, &open);
-    }
+    prophet_hold_collect_open(a, &open);
+    prophet_hold_collect_open(b, &open);
     prophet_hold_release_or_wait(open.d, open.n);
     prophet_hold_depset_free(&open);
 }
 
 /* A record of interprocess event e on h (engine lock held; the driver records e after it). The
  * other process may synchronise on e, which the engine cannot see: as at a host synchronisation
- * (rule 6) the open blocks that h is behind and that this thread issued are released here, a
- * program-order point, so that no process waits for a block that only a later call of this
- * thread would close. The blocks of other threads are not waited for (a record never blocks the
- * host): h gets GPU gates on every block it is behind (rule 4; an open one then taints h and the
- * record), and the record is real, behind them. */
+ * (rule 6) the open blocks that h is behind are released here, a program-order point of their
+ * issuing thread (another thread's block is waited for, as a host synchronisation on another
+ * thread waits: a GPU gate waits for released blocks only, hold_gates.c), then h really waits for
+ * them and the record is real, behind the gates. */
 void prophet_hold_ipc_record(hold_stream_t *h, CUevent e)
 {
     hold_rec_t *r;
 
-    hold_release_behind(&h->vdeps, &h->taint, 0);
+    hold_release_behind(&h->vdeps, &h->taint);
     prophet_hold_stream_prune(h);
     prophet_hold_materialise(h);
     r = prophet_hold_rec_find(e);
@@ -112,8 +91,8 @@ void prophet_hold_ipc_export(CUevent e)
     HOLD_LOCK();
     r = prophet_hold_rec_find(e);
     if (r && r->virt) {
-        /* made real as at its record (above): its own blocks released, then behind gates */
-        hold_release_behind(&r->deps, &r->taint, 0); /* a release issues it on X when it can */
+        /* made real as at its record (above): its blocks released, then behind gates */
+        hold_release_behind(&r->deps, &r->taint); /* a release issues it on X when it can */
         if ((r = prophet_hold_rec_find(e)) != NULL && r->virt) {
             prophet_hold_enter();
             prophet_hold_rec_issue_on_stream(r);
@@ -148,7 +127,7 @@ static void hold_event_make_real_locked(CUevent e)
 
     if (!r || (!r->virt && r->taint.n == 0))
         return;
-    hold_release_behind(&r->deps, &r->taint, 1); /* the releases issue the record (on X) */
+    hold_release_behind(&r->deps, &r->taint); /* the releases issue the record (on X) */
     if ((r = prophet_hold_rec_find(e)) != NULL && r->virt)
         /* not issued by a release: behind gates on its own stream */
         prophet_hold_materialise(r->s);
@@ -177,6 +156,21 @@ static void hold_wait_complete(const hold_depset_t *s)
         }
 }
 
+/* Releases every open block (by its issuing thread; another thread's is waited for). Locked. */
+static void hold_release_all(void)
+{
+    hold_depset_t open = {0};
+
+    for (hold_comm_t *hc = prophet_hold_comm_all; hc; hc = hc->all_next)
+        if (hc->open_gen && prophet_hold_dep_add(&open, hc->c, hc->open_gen) != 0)
+            prophet_msg(PROPHET_LOG_WARN, "out of memory collecting the held blocks to release");
+    prophet_hold_release_or_wait(open.d, open.n);
+    for (int b = 0; prophet_hold_nlive_streams > 0 && b < HOLD_STREAM_BUCKETS; b++)
+        for (hold_stream_t *h = prophet_hold_streams[b]; h; h = h->next)
+            prophet_hold_stream_prune(h);
+    prophet_hold_depset_free(&open);
+}
+
 void prophet_hold_ctx_record(CUevent e)
 {
     hold_depset_t done = {0};
@@ -184,8 +178,8 @@ void prophet_hold_ctx_record(CUevent e)
 
     if (prophet_hold_skip())
         return;
-    prophet_hold_ctx_sync(); /* every open block released (by its thread; others waited for) */
     HOLD_LOCK();
+    hold_release_all(); /* every open block released (by its thread; others waited for) */
     for (hold_comm_t *hc = prophet_hold_comm_all; hc; hc = hc->all_next)
         if (hc->released && !prophet_hold_complete(&(hold_dep_t){hc->c, hc->released}))
             prophet_hold_dep_add(&done, hc->c, hc->released);

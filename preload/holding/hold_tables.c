@@ -300,6 +300,23 @@ hold_stream_t *prophet_hold_stream_new(CUstream key, CUstream real, int legacy, 
     return h;
 }
 
+/* Forgets stream h (destroyed by the job: its handle may name another stream later). Nothing
+ * refers to it any more: its virtual records were issued, its dependencies cleared. */
+void prophet_hold_stream_free(hold_stream_t *h)
+{
+    hold_stream_t **pp = &prophet_hold_streams[prophet_hold_hash_ptr(h->key, HOLD_STREAM_BUCKETS)];
+
+    while (*pp && *pp != h)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = h->next;
+    HOLD_STREAM_CHANGE(h, h->vdeps.n = h->taint.n = 0);
+    hold_shadow_unref(h->shadow);
+    prophet_hold_depset_free(&h->vdeps);
+    prophet_hold_depset_free(&h->taint);
+    free(h);
+}
+
 /* Merges the dependencies of `from` into `to` (the legacy stream's implicit synchronisation). */
 static void hold_stream_merge(hold_stream_t *to, const hold_stream_t *from)
 {
@@ -434,7 +451,17 @@ void prophet_hold_rec_settle(hold_rec_t *r)
 
 /* ---- the entry points of holding.h: nothing held, the preload's own code, a forked child -- */
 
-int prophet_hold_skip(void)
+PROPHET_TLS unsigned long prophet_hold_entries_;
+
+int prophet_hold_skip_query(void)
 {
     return !prophet_hold_armed() || prophet_hold_inside() || prophet_hold_forked;
+}
+
+int prophet_hold_skip(void)
+{
+    if (prophet_hold_skip_query())
+        return 1;
+    prophet_hold_entries_++;
+    return 0;
 }

@@ -60,6 +60,7 @@
 #define HOLD_STREAM_BUCKETS 256
 #define HOLD_EVENT_BUCKETS 1024
 #define HOLD_COMM_BUCKETS 64
+#define HOLD_RANGES_MAX 128 /* two buffers for each of a block's 64 members */
 
 typedef struct hold_dep {
     prophet_comm_t *c;
@@ -112,6 +113,10 @@ typedef struct prophet_hold_comm {
     CUstream stream;   /* normalised key of the open block's members' stream */
     uint32_t released; /* generation of the last released block */
     int foreign_logged;
+    /* the open block's members' buffers, [lo, hi) each: a free of memory that holds one
+     * releases the block (hold_sync.c); nrange > HOLD_RANGES_MAX: not all kept (any free does) */
+    int nrange;
+    uintptr_t range[HOLD_RANGES_MAX][2];
 } hold_comm_t;
 
 extern pthread_mutex_t prophet_hold_lock;
@@ -159,6 +164,10 @@ extern atomic_int prophet_hold_any_taint;
 void prophet_hold_fork_guard(void);
 void prophet_hold_rearm(void);
 int prophet_hold_skip(void);
+/* The same test for a query, which leaves this thread's poll detection running (hold_sync.c). */
+int prophet_hold_skip_query(void);
+/* Engine entries of this thread other than queries (a poll is queries with nothing between). */
+extern PROPHET_TLS unsigned long prophet_hold_entries_;
 unsigned prophet_hold_hash_ptr(const void *p, unsigned n);
 /* Communicators and blocks. */
 hold_comm_t *prophet_hold_comm(prophet_comm_t *c);
@@ -185,6 +194,7 @@ void prophet_hold_stream_norm(CUstream s, int ptsz, CUstream *key, CUstream *rea
 hold_stream_t *prophet_hold_stream_lookup(CUstream key);
 hold_stream_t *prophet_hold_stream_new(CUstream key, CUstream real, int legacy, int perthread);
 hold_stream_t *prophet_hold_stream(CUstream s, int ptsz);
+void prophet_hold_stream_free(hold_stream_t *h);
 void prophet_hold_stream_touched(hold_stream_t *h);
 int prophet_hold_covered(const hold_stream_t *h);
 /* Records. */

@@ -71,14 +71,23 @@ int prophet_hold_event_query(CUevent e, CUresult *rc);
 int prophet_hold_stream_query(CUstream s, int ptsz, CUresult *rc);
 /* cuEventElapsedTime on a virtual record: CUDA_ERROR_NOT_READY. */
 int prophet_hold_event_elapsed(CUevent a, CUevent b, CUresult *rc);
-/* Host synchronisation: what it waits for is released (or waited for) first; then the driver. */
+/* Host synchronisation on an event or a stream: what it waits for is released (or waited for)
+ * first; then the driver. */
 void prophet_hold_event_sync(CUevent e);
 void prophet_hold_stream_sync(CUstream s, int ptsz);
+/* A context synchronisation and a free name no held call: they release only what the driver would
+ * otherwise wait for forever (gated work behind an open block) and, for a free, a block with a
+ * member's buffer in the freed allocation (docs/completion-holding.md, "Rank-local host events").
+ * host: cuMemFreeHost (p is a host pointer). */
 void prophet_hold_ctx_sync(void);
+void prophet_hold_mem_free(uintptr_t p, int host);
 /* Destruction of an event or stream with virtual records pending is deferred until they are real.
  */
 int prophet_hold_event_destroy(CUevent e, CUresult *rc);
 int prophet_hold_stream_destroy(CUstream s, CUresult *rc);
+/* cuStreamDestroy(s) is about to run, on every path: with nothing held, the engine forgets s (its
+ * entry, made when the stream was created, would otherwise outlive it). */
+void prophet_hold_stream_destroying(CUstream s);
 /* A stream was created (its flags tell blocking from non-blocking, for the legacy stream's
  * implicit synchronisation). Called whether or not anything is held. */
 void prophet_hold_stream_created(CUstream s, unsigned flags);
@@ -152,8 +161,10 @@ enum { PROPHET_HOLD_ON_X = 1, PROPHET_HOLD_ON_STREAM, PROPHET_HOLD_DROPPED };
 void prophet_hold_before_call(prophet_comm_t *c, CUstream st);
 /* Rule 7: 0 when st is materially behind c's open block gen (real work may have read it). */
 int prophet_hold_may_join(prophet_comm_t *c, CUstream st, uint32_t gen);
-/* A call was held on st in block gen (its ready event was just recorded on st). */
-void prophet_hold_call_held(prophet_comm_t *c, CUstream st, uint32_t gen);
+/* A call was held on st in block gen (its ready event was just recorded on st); its buffers are
+ * [send, send + bytes) and [recv, recv + bytes). */
+void prophet_hold_call_held(prophet_comm_t *c, CUstream st, uint32_t gen, const void *send,
+                            const void *recv, size_t bytes);
 /* Block gen was released (how: PROPHET_HOLD_*); issues the event records made behind it. */
 void prophet_hold_block_released(prophet_comm_t *c, uint32_t gen, int how);
 /* Block gen of c will never be known to have run (its calls were dropped at Abort/Revoke, or its

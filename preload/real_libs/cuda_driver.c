@@ -87,6 +87,8 @@ static void prophet_cuda_load_once(void)
     PROPHET_CU(GetErrorString, cuGetErrorString);
     prophet_cu.StreamGetFlags = (__typeof__(prophet_cu.StreamGetFlags))prophet_dlsym_real(
         h, PROPHET_XSTR(cuStreamGetFlags));
+    prophet_cu.MemGetAddressRange = (__typeof__(prophet_cu.MemGetAddressRange))prophet_dlsym_real(
+        h, PROPHET_XSTR(cuMemGetAddressRange));
     prophet_cu.ThreadExchangeStreamCaptureMode =
         (__typeof__(prophet_cu.ThreadExchangeStreamCaptureMode))prophet_dlsym_real(
             h, PROPHET_XSTR(cuThreadExchangeStreamCaptureMode));

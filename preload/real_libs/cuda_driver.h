@@ -25,6 +25,7 @@ typedef struct prophet_cuda_api {
     __typeof__(&cuMemHostGetDevicePointer) MemHostGetDevicePointer;
     __typeof__(&cuGetErrorString) GetErrorString;
     __typeof__(&cuStreamGetFlags) StreamGetFlags; /* optional (NULL when the driver lacks it) */
+    __typeof__(&cuMemGetAddressRange) MemGetAddressRange; /* optional: a freed allocation's size */
     /* optional (NULL when the driver lacks it: CUDA < 10.1, which has no capture modes either) */
     __typeof__(&cuThreadExchangeStreamCaptureMode) ThreadExchangeStreamCaptureMode;
 } prophet_cuda_api_t;

@@ -1,7 +1,7 @@
-/* A communicator aborted or revoked while the interposer holds all-reduces, with a consumer already
- * queued on the GPU behind them (docs/completion-holding.md, "A dropped call"):
- *   fault_abort_held abort-healthy  every rank aborts a healthy comm: the consumer must read the
- *                                   fully reduced values, or the job must get a CUDA error
+/* A communicator aborted or revoked while the interposer holds all-reduces, with a stream behind
+ * them through an event, on which a consumer is launched after the fault
+ * (docs/completion-holding.md, "A dropped call"): fault_abort_held abort-healthy  every rank aborts
+ * a healthy comm: the consumer must read the fully reduced values, or the job must get a CUDA error
  *   fault_abort_held abort-thread   the same, ncclCommAbort called by another thread, one with no
  *                                   current context (PyTorch's watchdog aborts so)
  *   fault_abort_held abort-error    the comm is in error first (emuNcclCommInjectError): the
@@ -18,8 +18,9 @@
  * Each rank runs WARM iterations of K all-reduces (checked exactly) so that the preload agrees a
  * one-block-per-iteration plan, then issues the first K/2 calls of one more iteration (they must
  * be held, or the rank fails: the fault must hit while calls are held), records an event on the
- * calls' stream and queues a consumer behind it on a second stream (an event wait, then a host
- * function that reads the K/2 buffers: the preload gates it on the held block). Then the fault.
+ * calls' stream and makes a second stream wait on it. Then the fault, then a consumer on the second
+ * stream (a host function that reads the K/2 buffers: the preload gates it behind the block, which
+ * the fault released or dropped).
  * The consumer reports whether it ran and how many elements differed from the reduced sums; a
  * rank fails when the consumer read wrong values, or did not run while the context reports no
  * error; on a healthy comm (every rank aborts at the same point) the consumer must have run on the
@@ -199,10 +200,10 @@ static int rank_main(int rank, int nranks, const ncclUniqueId *ids, void *arg)
             return 1;
     if (iteration(rank, nranks, &fh, s, buf, h, WARM, half))
         return 1;
-    /* the consumer: behind the calls through an event, on another stream */
+    /* the consumer's stream: behind the calls through an event (a virtual record, and a wait on
+     * it that the preload absorbs: nothing of it reaches the GPU yet) */
     FAULT_CU(rank, cuEventRecord(e, s));
     FAULT_CU(rank, cuStreamWaitEvent(s2, e, 0));
-    FAULT_CU(rank, cuLaunchHostFunc(s2, consume, &cons));
     held = emu_held_now(&fh);
     if (held <= 0) {
         fprintf(stderr, "fault: rank %d: no call was held: nothing pending to test\n", rank);
@@ -215,7 +216,11 @@ static int rank_main(int rank, int nranks, const ncclUniqueId *ids, void *arg)
     printf("fault: rank %d: %lld of %d calls held when the fault hit\n", rank, held, half);
     if (fault(rank, how, comm, s, &wait_rc))
         return 1;
-    crc = cuCtxSynchronize(); /* returns once the consumer ran, or with the context's error */
+    /* the consumer, launched after the fault on the stream behind the calls: it must read the
+     * reduced values or never run (its launch may fail with the context's error) */
+    crc = cuLaunchHostFunc(s2, consume, &cons);
+    if (crc == CUDA_SUCCESS)
+        crc = cuCtxSynchronize(); /* returns once the consumer ran, or with the context's error */
     printf("fault: rank %d: consumer %s (%zu wrong, %zu un-reduced); cuCtxSynchronize %d\n", rank,
            cons.ran ? "ran" : "did not run", cons.wrong, cons.unreduced, (int)crc);
     fflush(stdout);

@@ -4,7 +4,8 @@
  * one block per iteration with PROPHET_POLICY=buckets); a consumer reads call 0's results between
  * the two calls, while call 0 is held, and compares every element with the exact sum.
  *   hold-gaps comms N      N communicators (ncclCommSplit), one non-blocking stream each; the
- *                          consumer is cuCtxSynchronize, then a host read of every call-0 buffer
+ *                          consumer is cuStreamSynchronize of every comm's stream, then a host
+ *                          read of every call-0 buffer
  *                          (N > 64: the engine once tracked 64 communicators; the others' blocks
  *                          were never released by a host synchronisation)
  *   hold-gaps deps N       N communicators on N *blocking* streams; the consumer is
@@ -595,7 +596,10 @@ static int consume(int rank, int nranks, int it, long long *held_at)
     if (h > *held_at)
         *held_at = h;
     if (!strcmp(g_scenario, "comms")) {
-        PT_CU(cuCtxSynchronize());
+        /* each comm's stream synchronised (a context synchronisation names no held call and
+         * completes none: docs/completion-holding.md, "Rank-local host events") */
+        for (int c = 0; c < g_ncomm; c++)
+            PT_CU(cuStreamSynchronize(cs[c].s));
     } else if (!strcmp(g_scenario, "deps")) {
         /* a host function on the legacy stream reads every call-0 result */
         struct legacy_check lc = {rank, nranks, it, -1, NULL};

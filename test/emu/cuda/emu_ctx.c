@@ -319,11 +319,14 @@ CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)
 /* Waits for every stream of the current context (the default one included). */
 CUresult cuCtxSynchronize(void)
 {
-    struct CUctx_st *ctx;
     CUresult rc = emu_capture_unsafe_call();
-    if (rc)
-        return rc;
-    rc = emu_current_ctx(&ctx);
+    return rc ? rc : emu_ctx_sync_current();
+}
+
+CUresult emu_ctx_sync_current(void)
+{
+    struct CUctx_st *ctx;
+    CUresult rc = emu_current_ctx(&ctx);
     if (rc)
         return rc;
     size_t n = 0, cap = 16;

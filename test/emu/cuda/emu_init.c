@@ -78,12 +78,14 @@ CUresult cuInit(unsigned int Flags)
         emu_g.ipc_mem = emu_env_int("EMU_CUDA_IPC_MEM", 0, 0, 1);
         /* a real driver gives a destroyed event's handle to a later cuEventCreate */
         emu_g.event_reuse = emu_env_int("EMU_CUDA_EVENT_REUSE", 0, 0, 1);
-        /* CUDA_DEVICE_MAX_CONNECTIONS=1 (Megatron): every stream's work in one hardware queue */
-        emu_g.one_queue =
-            emu_env_int("EMU_CUDA_MAX_CONNECTIONS",
-                        emu_env_int("CUDA_DEVICE_MAX_CONNECTIONS", 0, 0, 1 << 10), 0, 1 << 10) == 1;
-        if (emu_g.one_queue)
+        /* CUDA_DEVICE_MAX_CONNECTIONS=K (8 on a real driver; 1 in Megatron): K hardware queues */
+        emu_g.nqueues = emu_env_int(
+            "EMU_CUDA_MAX_CONNECTIONS",
+            emu_env_int("CUDA_DEVICE_MAX_CONNECTIONS", 0, 0, EMU_QUEUES_MAX), 0, EMU_QUEUES_MAX);
+        if (emu_g.nqueues)
             emu_g.inline_record = 0; /* a record takes its turn in the queue too */
+        /* a real driver's cuMemFree synchronises the device (an implicit synchronisation) */
+        emu_g.free_sync = emu_env_int("EMU_CUDA_FREE_SYNC", 1, 0, 1);
         atomic_store_explicit(&emu_g.initialized, 1, memory_order_release);
     }
     pthread_mutex_unlock(&emu_g.lock);

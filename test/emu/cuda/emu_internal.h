@@ -78,6 +78,8 @@ long emu_alloc_find(const struct emu_alloc_table *t, uintptr_t addr);
 void emu_alloc_remove_at(struct emu_alloc_table *t, size_t i);
 
 /* ---- global state (emu_init.c) ------------------------------------------------------------ */
+#define EMU_QUEUES_MAX 32 /* the most CUDA_DEVICE_MAX_CONNECTIONS the real driver takes */
+
 struct emu_global {
     pthread_mutex_t lock; /* guards everything below except the atomics */
     atomic_int initialized;
@@ -102,12 +104,18 @@ struct emu_global {
                         * cuIpcGetMemHandle can share (else heap memory, and it answers NOT_SUPPORTED) */
     atomic_int sticky; /* a kernel trapped: the sticky error every later call returns (0: none);
                         * process-wide (emu_module.c, "A trap") */
-    int one_queue;     /* EMU_CUDA_MAX_CONNECTIONS=1: one hardware queue (emu_stream.c) */
-    atomic_ullong tickets, tickets_done; /* one_queue: operations issued / finished, in order */
+    /* CUDA_DEVICE_MAX_CONNECTIONS (or EMU_CUDA_MAX_CONNECTIONS) = K: K hardware queues, streams
+     * mapped onto them in turn at creation (emu_stream.c); 0 (unset): one queue per stream */
+    int nqueues;
+    int free_sync; /* EMU_CUDA_FREE_SYNC, default 1: cuMemFree and cuMemFreeHost first wait for
+                    * the context's work, as the real driver's do (emu_mem.c) */
 };
 extern struct emu_global emu_g;
 
 unsigned long long emu_next_id(void);
+/* Waits for every stream of the current context (cuCtxSynchronize, and the implicit
+ * synchronisation of a free: emu_mem.c). */
+CUresult emu_ctx_sync_current(void);
 /* CUDA_SUCCESS when cuInit has run in this process; after a trap, the sticky error. */
 CUresult emu_check_init(void);
 /* cuInit has run (CUDA_SUCCESS) or not, whatever a trap did (cuCtxGetCurrent keeps working). */
@@ -184,7 +192,8 @@ enum emu_op_kind {
 struct emu_op {
     struct emu_op *next;
     enum emu_op_kind kind;
-    uint64_t ticket; /* one_queue: its place in the one hardware queue (1, 2, ...) */
+    uint64_t ticket; /* its place in its stream's hardware queue (1, 2, ...); 0: no queues */
+    atomic_ullong *qstarted; /* that queue's count of dispatched operations */
     union {
         struct {
             void *dst;
@@ -251,6 +260,10 @@ struct CUctx_st {
     struct CUstream_st *streams; /* user streams, under emu_g.lock */
     struct CUstream_st *evs;     /* cuCtxRecordEvent's stream, made at its first call */
     struct CUctx_st *all_next;
+    /* the device's hardware queues (emu_g.nqueues > 0; emu_stream.c) */
+    atomic_uint next_queue;
+    atomic_ullong qtickets[EMU_QUEUES_MAX]; /* operations issued into each queue */
+    atomic_ullong qstarted[EMU_QUEUES_MAX]; /* ... of them dispatched, in issue order */
 };
 
 struct emu_gnode; /* a node of a graph built with cuGraphAdd*Node (emu_graph_exec.c) */
@@ -263,6 +276,7 @@ struct CUgraph_st {
 
 struct CUstream_st {
     struct CUctx_st *ctx;
+    int queue; /* its hardware queue (emu_g.nqueues > 0) */
     unsigned flags;
     int priority;
     int is_default;

@@ -88,11 +88,21 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
     return rc;
 }
 
+/* A free first waits for the context's work (EMU_CUDA_FREE_SYNC=1, the default), as the real
+ * driver's cuMemFree and cuMemFreeHost do: work queued behind a gate that never opens makes it
+ * hang, as it would on a GPU. A sticky error ends the wait; the memory is freed anyway. */
+static void emu_free_sync(void)
+{
+    if (emu_g.free_sync)
+        (void)emu_ctx_sync_current();
+}
+
 CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
     CUresult rc = emu_check_init();
     if (rc)
         return rc;
+    emu_free_sync();
     struct emu_alloc a;
     if ((rc = emu_mem_remove((uintptr_t)dptr, 1u << EMU_MEM_DEVICE, &a)))
         return rc;
@@ -125,6 +135,7 @@ CUresult cuMemFreeHost(void *p)
     CUresult rc = emu_check_init();
     if (rc)
         return rc;
+    emu_free_sync();
     if ((rc = emu_mem_remove((uintptr_t)p, 1u << EMU_MEM_HOST, NULL)))
         return rc;
     free(p);

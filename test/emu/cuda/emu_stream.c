@@ -15,6 +15,7 @@ struct CUstream_st *emu_stream_alloc(struct CUctx_st *ctx, unsigned flags, int p
     s->priority = priority;
     s->is_default = is_default;
     s->id = emu_next_id();
+    s->queue = emu_g.nqueues ? (int)(atomic_fetch_add(&ctx->next_queue, 1) % emu_g.nqueues) : 0;
     atomic_init(&s->refs, 1);
     atomic_init(&s->done, 0);
     atomic_init(&s->executed, 0);
@@ -65,15 +66,20 @@ CUresult emu_stream_get(CUstream h, struct CUstream_st **out)
     return rc;
 }
 
-/* EMU_CUDA_MAX_CONNECTIONS=1 (CUDA_DEVICE_MAX_CONNECTIONS=1): every stream's operations go
- * through one hardware queue, in the order they were issued, whatever their stream. Each
- * operation takes a ticket when it is queued; a stream's thread starts an operation only once
- * every operation with a smaller ticket has finished (an operation that blocks, a gate
- * cuStreamWaitValue32, blocks everything issued after it, on any stream). */
+/* CUDA_DEVICE_MAX_CONNECTIONS=K (EMU_CUDA_MAX_CONNECTIONS=K): the streams share K hardware
+ * queues per device (context), stream i of the context (in creation order, its default stream
+ * first) on queue i mod K, as the real driver assigns them. A queue dispatches its operations in
+ * the order they were issued, whatever their stream: an operation starts only once every operation
+ * issued before it into its queue has started. A wait (an event wait, a cuStreamWaitValue32 gate,
+ * an implicit synchronisation) has started only once it is satisfied, and an operation cannot start
+ * before its own stream's previous one has finished (each stream's thread runs its operations in
+ * order): so a gate at the head of a queue blocks everything issued after it into that queue, on
+ * any stream (the false dependency cuStreamWaitValue32's documentation warns of), while a kernel,
+ * once started, runs beside the later ones. */
 static int emu_ticket_turn(void *arg)
 {
-    return atomic_load_explicit(&emu_g.tickets_done, memory_order_acquire) + 1 >=
-           *(const uint64_t *)arg;
+    const struct emu_op *op = arg;
+    return atomic_load_explicit(op->qstarted, memory_order_acquire) + 1 >= op->ticket;
 }
 
 /* After a trap nothing of the context runs (a real GPU drops the work; host functions are not
@@ -84,15 +90,32 @@ static void emu_op_run_live(struct emu_op *op)
         emu_op_run(op);
 }
 
-static void emu_one_queue_run(struct emu_op *op)
+static int emu_op_is_wait(const struct emu_op *op)
+{
+    return op->kind == EMU_OP_WAIT_EVENT || op->kind == EMU_OP_WAIT_VALUE ||
+           op->kind == EMU_OP_WAIT_SEQ || op->kind == EMU_OP_WAIT_IPC;
+}
+
+static void emu_queue_started(const struct emu_op *op)
+{
+    atomic_store_explicit(op->qstarted, op->ticket, memory_order_release);
+    emu_notify();
+}
+
+static void emu_queue_run(struct emu_op *op)
 {
     if (!op->ticket) {
         emu_op_run_live(op);
         return;
     }
-    emu_wait(emu_ticket_turn, &op->ticket, 0);
-    emu_op_run_live(op);
-    atomic_store_explicit(&emu_g.tickets_done, op->ticket, memory_order_release);
+    emu_wait(emu_ticket_turn, op, 0);
+    if (emu_op_is_wait(op)) {
+        emu_op_run_live(op); /* dispatched once satisfied */
+        emu_queue_started(op);
+    } else {
+        emu_queue_started(op);
+        emu_op_run_live(op);
+    }
 }
 
 /* Set on every stream's own thread: work it launches never waits for room (emu_stream_wait_room).
@@ -117,7 +140,7 @@ static void *emu_stream_main(void *arg)
         if (!op)
             break;
         int internal = op->kind == EMU_OP_WAIT_SEQ;
-        emu_one_queue_run(op);
+        emu_queue_run(op);
         emu_op_free(op);
         if (!internal)
             atomic_fetch_add_explicit(&s->executed, 1, memory_order_release);
@@ -131,7 +154,8 @@ static void *emu_stream_main(void *arg)
 static uint64_t emu_stream_append_locked(struct CUstream_st *s, struct emu_op *op)
 {
     op->next = NULL;
-    op->ticket = emu_g.one_queue ? atomic_fetch_add(&emu_g.tickets, 1) + 1 : 0;
+    op->qstarted = &s->ctx->qstarted[s->queue];
+    op->ticket = emu_g.nqueues ? atomic_fetch_add(&s->ctx->qtickets[s->queue], 1) + 1 : 0;
     if (s->tail)
         s->tail->next = op;
     else

@@ -96,6 +96,7 @@ const struct emu_gpu_api emu_gpu_driver = {
     .stream_create = cuStreamCreate,
     .stream_destroy = drv_stream_destroy,
     .stream_sync = cuStreamSynchronize,
+    .ctx_sync = cuCtxSynchronize,
     .stream_wait_event = drv_stream_wait_event,
     .event_create = cuEventCreate,
     .event_record = cuEventRecord,
@@ -135,6 +136,11 @@ static CUresult rt_stream_destroy(CUstream s)
 static CUresult rt_stream_sync(CUstream s)
 {
     return (CUresult)cudaStreamSynchronize(s);
+}
+
+static CUresult rt_ctx_sync(void)
+{
+    return (CUresult)cudaDeviceSynchronize();
 }
 
 static CUresult rt_stream_wait_event(CUstream s, CUevent e)
@@ -212,6 +218,7 @@ const struct emu_gpu_api emu_gpu_runtime = {
     .stream_create = rt_stream_create,
     .stream_destroy = rt_stream_destroy,
     .stream_sync = rt_stream_sync,
+    .ctx_sync = rt_ctx_sync,
     .stream_wait_event = rt_stream_wait_event,
     .event_create = rt_event_create,
     .event_record = rt_event_record,

@@ -20,6 +20,7 @@ struct emu_gpu_api {
     CUresult (*stream_create)(CUstream *s, unsigned flags);
     CUresult (*stream_destroy)(CUstream s);
     CUresult (*stream_sync)(CUstream s);
+    CUresult (*ctx_sync)(void); /* cuCtxSynchronize / cudaDeviceSynchronize */
     CUresult (*stream_wait_event)(CUstream s, CUevent e);
     CUresult (*event_create)(CUevent *e, unsigned flags);
     CUresult (*event_record)(CUevent e, CUstream s);

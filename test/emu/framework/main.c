@@ -34,6 +34,15 @@ int main(int argc, char **argv)
         code = EMU_EXIT_USAGE;
         goto out;
     }
+    for (int i = 0; i < opt.nlocal; i++)
+        if (opt.local[i].grad >= (long)prof.n || opt.local[i].rank >= opt.ranks) {
+            fprintf(stderr,
+                    "prophet-emu: --local-event: gradient %ld or rank %d out of range "
+                    "(%zu gradients, %d ranks)\n",
+                    opt.local[i].grad, opt.local[i].rank, prof.n, opt.ranks);
+            code = EMU_EXIT_USAGE;
+            goto out;
+        }
     sh = emu_shared_create(opt.ranks, opt.warmup + opt.iters);
     if (!sh) {
         code = EMU_EXIT_FAIL;

@@ -7,6 +7,7 @@
 
 #include "gpu.h"
 #include "rank.h"
+#include "disturb.h"
 
 struct ddp_bucket {
     size_t first; /* index into layout order */
@@ -175,6 +176,11 @@ static int launch_bucket(struct emu_rank *r, size_t i)
         emu_cu(r, emu_gpu->stream_wait_event(m->pg, b->ready), "cuStreamWaitEvent") ||
         emu_allreduce(r, r->iter, b->buf, b->buf, b->bytes / sizeof(float), m->pg) ||
         emu_record_work(r, m->pg, &b->work[emu_parity(r->iter)]))
+        return -1;
+    for (size_t g = 0; g < r->ngrad; g++)
+        if (m->cur->bucket_of[g] == i && emu_disturb_local(r, g))
+            return -1;
+    if (emu_disturb_after_call(r, SIZE_MAX, m->pg, b->work[emu_parity(r->iter)].end))
         return -1;
     if (covers_host_sync(r, m->cur, i) && emu_sync(r, m->pg))
         return -1;

@@ -13,6 +13,7 @@
 
 #include "gpu.h"
 #include "rank.h"
+#include "disturb.h"
 
 struct per_param_sync {
     CUstream pg;
@@ -69,9 +70,12 @@ static int all_reduce_one(struct emu_rank *r, size_t g)
         emu_consumers_after_call(r, g, s))
         return -1;
     if (!r->opt->current_stream) {
-        if (emu_record_work(r, m->pg, &w) || emu_compute_wait(r, w.end))
+        if (emu_record_work(r, m->pg, &w) || emu_compute_wait(r, w.end) ||
+            emu_disturb_local(r, g) || emu_disturb_after_call(r, g, s, w.end))
             return -1;
         emu_release_work(r, &w);
+    } else if (emu_disturb_local(r, g) || emu_disturb_after_call(r, g, s, NULL)) {
+        return -1;
     }
     if (r->opt->unhooked_consumer && emu_launch_unhooked_check(r, g, r->compute))
         return -1;

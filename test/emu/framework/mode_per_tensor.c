@@ -8,6 +8,7 @@
 
 #include "gpu.h"
 #include "rank.h"
+#include "disturb.h"
 
 struct per_tensor {
     CUstream pg;                  /* the process group's NCCL stream */
@@ -47,7 +48,8 @@ static int per_tensor_ready(struct emu_rank *r, size_t g)
         emu_cu(r, emu_gpu->stream_wait_event(m->pg, m->ready), "cuStreamWaitEvent") ||
         emu_allreduce(r, r->iter, r->grad[g], r->grad[g], r->count[g], m->pg) ||
         emu_consumers_after_call(r, g, m->pg) ||
-        emu_record_work(r, m->pg, &m->w[emu_parity(r->iter)][g]))
+        emu_record_work(r, m->pg, &m->w[emu_parity(r->iter)][g]) || emu_disturb_local(r, g) ||
+        emu_disturb_after_call(r, g, m->pg, m->w[emu_parity(r->iter)][g].end))
         return -1;
     if ((long)g == r->opt->host_sync_at && (emu_sync(r, m->pg) || emu_check_after_sync(r, g)))
         return -1;

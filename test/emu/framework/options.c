@@ -204,6 +204,27 @@ static const char usage_text[] =
     "    --jitter-us J        before each all-reduce call the host sleeps a random time in\n"
     "                         [0, J] us, drawn from a generator seeded by --seed and the rank,\n"
     "                         so every rank's timing differs (default 0: off)\n"
+    "    --local-event KIND,G,R[,K]  rank R (-1: every rank) makes a host event of its own right\n"
+    "                         after the all-reduce that covers gradient G (backward order), in\n"
+    "                         every K-th iteration (default 1), as one rank's host does alone:\n"
+    "                           free      cuMemAlloc + cuMemFree of a 1 MiB scratch buffer (the\n"
+    "                                     caching allocator freeing under memory pressure)\n"
+    "                           ctx-sync  cuCtxSynchronize (a timer or a logger on one rank)\n"
+    "                         repeatable, up to 8 (default off)\n"
+    "    --chaos P            after each all-reduce, with probability P (0 < P <= 1, drawn per\n"
+    "                         rank), one random local event of the calling thread: a free, a\n"
+    "                         context synchronisation or a query of the call's end event; and a\n"
+    "                         thread per rank that makes such events (frees, context\n"
+    "                         synchronisations, queries of recent end events) at random times\n"
+    "                         every 0.1-2 ms. Counts on stderr at the end (default off)\n"
+    "    --poll-wait          per-tensor and per-param-sync: after each all-reduce the host\n"
+    "                         waits for it by polling its end event with cuEventQuery, as\n"
+    "                         TORCH_NCCL_BLOCKING_WAIT=1 and work.wait(timeout) do\n"
+    "    --extra-streams N    after each all-reduce, stream g mod N of N more streams waits on\n"
+    "                         its end event and runs a kernel that reads it (a comm hook's or a\n"
+    "                         side stream's consumer; per-tensor and per-param-sync check the\n"
+    "                         gradient there), so that a job has more streams than\n"
+    "                         CUDA_DEVICE_MAX_CONNECTIONS hardware queues, 1..32 (default off)\n"
     "    --rss W              sample each rank's resident memory (/proc/self/statm) and\n"
     "                         malloc's bytes in use (mallinfo2) after iteration W and after\n"
     "                         the last iteration (before teardown: no rank leaves before\n"
@@ -364,6 +385,10 @@ enum {
     OPT_TP_COMM,
     OPT_TP_ELEMENTS,
     OPT_ACCUMULATE,
+    OPT_LOCAL_EVENT,
+    OPT_CHAOS,
+    OPT_POLL_WAIT,
+    OPT_EXTRA_STREAMS,
     OPT_HELP,
     OPT_VERSION,
 };
@@ -408,6 +433,10 @@ static const struct option long_opts[] = {
     {"tp-comm", required_argument, NULL, OPT_TP_COMM},
     {"tp-elements", required_argument, NULL, OPT_TP_ELEMENTS},
     {"accumulate", required_argument, NULL, OPT_ACCUMULATE},
+    {"local-event", required_argument, NULL, OPT_LOCAL_EVENT},
+    {"chaos", required_argument, NULL, OPT_CHAOS},
+    {"poll-wait", no_argument, NULL, OPT_POLL_WAIT},
+    {"extra-streams", required_argument, NULL, OPT_EXTRA_STREAMS},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -442,6 +471,35 @@ static int parse_consumers(const char *opt, const char *arg, struct emu_options 
         if (!*p++)
             return 0;
     }
+}
+
+/* --local-event KIND,G,R[,K] */
+static int parse_local_event(const char *opt, const char *arg, struct emu_options *o)
+{
+    static const char what[] = "KIND,G,R[,K] with KIND free or ctx-sync, G >= 0, R >= -1, "
+                               "K >= 1, at most 8 times";
+    struct emu_local_event *e = &o->local[o->nlocal];
+    char kind[16];
+    long g, rank, every = 1;
+    int n = 0, used = 0;
+
+    if (o->nlocal == EMU_MAX_LOCAL_EVENTS)
+        return bad(opt, arg, what);
+    n = sscanf(arg, "%15[a-z-],%ld,%ld%n,%ld%n", kind, &g, &rank, &used, &every, &used);
+    if (n < 3 || arg[used] || g < 0 || rank < -1 || rank >= EMU_MAX_RANKS || every < 1 ||
+        every > EMU_MAX_ITERS)
+        return bad(opt, arg, what);
+    if (!strcmp(kind, "free"))
+        e->kind = EMU_LOCAL_FREE;
+    else if (!strcmp(kind, "ctx-sync"))
+        e->kind = EMU_LOCAL_CTX_SYNC;
+    else
+        return bad(opt, arg, what);
+    e->grad = g;
+    e->rank = (int)rank;
+    e->every = (int)every;
+    o->nlocal++;
+    return 0;
 }
 
 static int parse_long(const char *opt, const char *s, long lo, long hi, long *out)
@@ -716,6 +774,18 @@ static int parse_one(int c, const char *arg, struct emu_options *o)
         return parse_consumers(name, arg, o);
     case OPT_WATCHDOG_US:
         return parse_double(name, arg, 10.0, 1e6, &o->watchdog_us) ? 2 : 0;
+    case OPT_LOCAL_EVENT:
+        return parse_local_event(name, arg, o);
+    case OPT_CHAOS:
+        return parse_double(name, arg, 0.0, 1.0, &o->chaos) ? 2 : 0;
+    case OPT_POLL_WAIT:
+        o->poll_wait = 1;
+        return 0;
+    case OPT_EXTRA_STREAMS:
+        if (parse_long(name, arg, 1, EMU_MAX_EXTRA_STREAMS, &v))
+            return 2;
+        o->extra_streams = (int)v;
+        return 0;
     }
     return parse_extra(c, name, arg, o);
 }
@@ -788,6 +858,19 @@ static int check_required(struct emu_options *o)
     }
     if (o->consumers && o->wait != EMU_WAIT_ALL) {
         return prophet_cli_usage_error(PROG, "--consumer needs --wait all");
+    }
+    if ((o->nlocal || o->chaos > 0 || o->extra_streams) && o->mode == EMU_MODE_HOROVOD) {
+        return prophet_cli_usage_error(PROG, "--local-event, --chaos and --extra-streams need "
+                                             "--mode per-tensor, per-param-sync or ddp");
+    }
+    if (o->extra_streams && o->scale_each) {
+        return prophet_cli_usage_error(PROG, "--extra-streams cannot go with --scale-each (its "
+                                             "checks read the unscaled results)");
+    }
+    if (o->poll_wait && ((o->mode != EMU_MODE_PER_TENSOR && o->mode != EMU_MODE_PER_PARAM_SYNC) ||
+                         o->current_stream)) {
+        return prophet_cli_usage_error(PROG, "--poll-wait needs --mode per-tensor or "
+                                             "per-param-sync (without --current-stream)");
     }
     if (o->change_at_iter >= 0 && o->mode != EMU_MODE_PER_TENSOR) {
         return prophet_cli_usage_error(PROG, "--change-at-iter needs --mode per-tensor");

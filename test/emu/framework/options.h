@@ -25,6 +25,17 @@ enum emu_consumer_kind {
     EMU_CONSUMER_KINDS
 };
 
+/* --local-event: a host event one rank makes on its own (disturb.c) */
+#define EMU_MAX_LOCAL_EVENTS 8
+enum emu_local_kind { EMU_LOCAL_FREE = 0, EMU_LOCAL_CTX_SYNC };
+struct emu_local_event {
+    enum emu_local_kind kind;
+    long grad;  /* after the all-reduce that covers this gradient (backward order) */
+    int rank;   /* the rank that makes it; -1: every rank */
+    int every;  /* in every K-th iteration */
+};
+#define EMU_MAX_EXTRA_STREAMS 32
+
 /* Exit codes of prophet-emu. */
 enum emu_exit {
     EMU_EXIT_OK = 0,      /* every rank ran and every all-reduced element was exact */
@@ -71,6 +82,13 @@ struct emu_options {
     int tp_comm;      /* 0 = off: all-reduces per forward + backward on a second communicator */
     long tp_elements; /* fp32 elements of each tensor-parallel all-reduce */
     int accumulate;   /* micro-steps per iteration; all-reduces in the last one only */
+    /* rank-local disturbances (disturb.c) */
+    struct emu_local_event local[EMU_MAX_LOCAL_EVENTS];
+    int nlocal;
+    int poll_wait;     /* the host polls each call's end event until it fired */
+    int extra_streams; /* consumers of each result on this many more streams */
+    double chaos;      /* 0 = off: random local events after a call with this probability,
+                        * and a thread per rank making them at random times */
     uint64_t seed;
     double timeout_s;
     int quiet;

@@ -1,6 +1,7 @@
 /* One rank process: CUDA and NCCL set-up, the forward/backward iteration loop, the emulated
  * kernels that write and check gradients, and the helpers shared by the framework modes. */
 #include "rank.h"
+#include "disturb.h"
 
 #include "emu_nccl_hooks.h"
 
@@ -323,6 +324,23 @@ static void paced_kernel_entry(void **params)
     paced_kernel(params[0]); /* the driver's copy of the struct */
 }
 
+struct emu_unhooked_check {
+    struct emu_rank *r;
+    int iter;
+    size_t g;
+};
+
+static void check_gradient(struct emu_rank *r, int iter, size_t g, const float *d);
+
+/* Kernel "check": checks gradient g of iteration iter (g == SIZE_MAX: nothing). */
+static void check_kernel_entry(void **params)
+{
+    const struct emu_unhooked_check *a = params[0];
+
+    if (a->g != SIZE_MAX)
+        check_gradient(a->r, a->iter, a->g, (const float *)(uintptr_t)a->r->grad[a->g]);
+}
+
 /* The framework's emulated module: launched with cuLaunchKernel through the chosen API. */
 static const struct emuKernelDef emu_kernel_defs[] = {
     {.name = "paced",
@@ -345,6 +363,10 @@ static const struct emuKernelDef emu_kernel_defs[] = {
      .fn = emu_tp_check_kernel,
      .nparams = 1,
      .param_size = {sizeof(struct emu_tp_check)}},
+    {.name = "check",
+     .fn = check_kernel_entry,
+     .nparams = 1,
+     .param_size = {sizeof(struct emu_unhooked_check)}},
 };
 static const struct emuModuleImage emu_kernels = {.magic = EMU_MODULE_MAGIC,
                                                   .nkernels = sizeof(emu_kernel_defs) /
@@ -521,20 +543,20 @@ int emu_compute_wait(struct emu_rank *r, CUevent e)
 
 /* --unhooked-consumer: a kernel that reads gradient g's all-reduced values and checks them,
  * launched through emuLaunchKernel, an emulator entry point that no interposer wraps. */
-struct emu_unhooked_check {
-    struct emu_rank *r;
-    int iter;
-    size_t g;
-};
-
-static void check_gradient(struct emu_rank *r, int iter, size_t g, const float *d);
-
 static void unhooked_check_kernel(void *p)
 {
     struct emu_unhooked_check *a = p;
 
     check_gradient(a->r, a->iter, a->g, (const float *)(uintptr_t)a->r->grad[a->g]);
     free(a);
+}
+
+int emu_launch_check(struct emu_rank *r, size_t g, CUstream s)
+{
+    struct emu_unhooked_check a = {r, r->iter, g};
+    void *params[] = {&a};
+
+    return emu_cu(r, emu_gpu->launch(r->k_check, params, s), "cuLaunchKernel (check)");
 }
 
 int emu_launch_unhooked_check(struct emu_rank *r, size_t g, CUstream s)
@@ -710,6 +732,7 @@ static int setup_cuda(struct emu_rank *r)
                "kernel 'fill_i64'") ||
         emu_cu(r, emu_gpu->get_kernel(&emu_kernels, "tp_check", &r->k_tp_check),
                "kernel 'tp_check'") ||
+        emu_cu(r, emu_gpu->get_kernel(&emu_kernels, "check", &r->k_check), "kernel 'check'") ||
         emu_cu(r, emu_gpu->stream_create(&r->compute, CU_STREAM_NON_BLOCKING), "cuStreamCreate"))
         return -1;
     for (size_t g = 0; g < r->ngrad; g++)
@@ -807,6 +830,8 @@ static void note_run_ahead(struct emu_rank *r)
 /* The end of the iteration: what the host waits for (--wait), then the evaluation phase. */
 static int end_iteration(struct emu_rank *r)
 {
+    if (emu_disturb_end_iteration(r))
+        return -1;
     switch (r->opt->wait) {
     case EMU_WAIT_ALL:
         if (finish_all(r))
@@ -975,6 +1000,7 @@ static int run_loop(struct emu_rank *r)
 
 static void teardown(struct emu_rank *r)
 {
+    emu_disturb_fini(r);
     emu_consumers_fini(r);
     if (r->ops && r->mode)
         r->ops->fini(r);
@@ -1057,7 +1083,8 @@ int emu_rank_main(const struct emu_options *opt, const struct emu_profile *prof,
     if (wait_for_id(sh) ||
         emu_nccl(&r, ncclCommInitRank(&r.comm, r.nranks, sh->id, rank), "ncclCommInitRank"))
         goto out;
-    if (r.ops->init(&r) || emu_tp_init(&r) || emu_extras_init(&r) || emu_consumers_init(&r))
+    if (r.ops->init(&r) || emu_tp_init(&r) || emu_extras_init(&r) || emu_consumers_init(&r) ||
+        emu_disturb_init(&r))
         goto out;
     watchdog_start(&r);
     if (run_loop(&r))

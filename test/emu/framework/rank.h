@@ -130,6 +130,8 @@ struct emu_rank {
     const struct emu_mode_ops *ops;
     void *mode;                      /* the mode's state */
     struct emu_consumers *consumers; /* --consumer (consumer.c) */
+    struct emu_disturb *disturb;     /* --local-event, --chaos, --poll-wait, --extra-streams */
+    const void *k_check;             /* kernel "check": reads (checks) one gradient */
 
     /* --watchdog-us: end events published for the watchdog thread (a ring of handles) */
 #define EMU_WATCHDOG_SLOTS 256
@@ -193,6 +195,10 @@ void emu_release_work(struct emu_rank *r, struct emu_work_events *w);
 /* --host-sync-at: right after the host synchronised the stream of gradient g's all-reduce, the host
  * reads g (emulated device memory is host memory: no CUDA call) and checks it. -1 when wrong. */
 int emu_check_after_sync(struct emu_rank *r, size_t g);
+
+/* A kernel that checks gradient g of this iteration on stream s, launched with cuLaunchKernel (a
+ * consumer the interposer sees); g == SIZE_MAX: a kernel that reads nothing it checks. */
+int emu_launch_check(struct emu_rank *r, size_t g, CUstream s);
 
 /* --unhooked-consumer: a kernel that checks gradient g of this iteration on stream s, launched
  * through emuLaunchKernel (no interposer sees it). */
