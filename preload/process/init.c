@@ -12,6 +12,7 @@
 #include "process/init.h"
 #include "debug_log/log_line.h"
 #include "process/exit_check.h"
+#include "real_libs/nccl_exports.h"
 #include "real_libs/nccl_symbols.h"
 #include "config/process_config.h"
 
@@ -34,6 +35,32 @@ void prophet_init_set_exit_hook(void (*fn)(void))
 
 /* A child after fork has no poller thread and may hold copies of locks taken mid-operation: if
  * the parent had started anything, the child passes everything through (one INFO line). */
+/* An NCCL newer than the releases reviewed is named once. One that exports an entry point the
+ * preload does not know (real_libs/nccl_exports.h) is passed through: work such an entry point
+ * enqueues behind a held call would reach NCCL ahead of it. 1 then. */
+static int prophet_init_nccl_unknown(char *nccl, size_t len)
+{
+    char names[256];
+    int n =
+        prophet_nccl_unknown_exports((const void *)prophet_nccl.AllReduce, names, sizeof(names));
+
+    prophet_nccl_version_text(prophet_nccl_version(), nccl, len);
+    if (n > 0) {
+        prophet_msg(PROPHET_LOG_WARN,
+                    "NCCL %s exports %d entry point(s) this preload does not know (%s): work they "
+                    "enqueue behind a held all-reduce would reach NCCL ahead of it, so nothing is "
+                    "held (passthrough); a preload reviewed against NCCL %s lifts this",
+                    nccl, n, names, nccl);
+        return 1;
+    }
+    if (prophet_nccl_newer_than_reviewed())
+        prophet_msg(PROPHET_LOG_WARN,
+                    "NCCL %s is newer than the releases this preload was reviewed against (up to "
+                    "%d.%d); every entry point it exports is one the preload knows",
+                    nccl, PROPHET_NCCL_REVIEWED_MAJOR, PROPHET_NCCL_REVIEWED_MINOR);
+    return 0;
+}
+
 static void prophet_atfork_child(void)
 {
     if (atomic_load(&prophet_heavy)) {
@@ -154,6 +181,10 @@ int prophet_init(void)
     if (!prophet_nccl_supported()) {
         prophet_msg(PROPHET_LOG_WARN, "NCCL version code %d is not supported; passthrough",
                     prophet_nccl_version());
+        mode = PROPHET_MODE_PASSTHROUGH;
+        goto out;
+    }
+    if (prophet_init_nccl_unknown(nccl, sizeof(nccl))) {
         mode = PROPHET_MODE_PASSTHROUGH;
         goto out;
     }

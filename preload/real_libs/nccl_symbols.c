@@ -127,6 +127,15 @@ int prophet_nccl_version(void)
     return prophet_nccl_code;
 }
 
+int prophet_nccl_newer_than_reviewed(void)
+{
+    int major = prophet_nccl_code >= 10000 ? prophet_nccl_code / 10000 : prophet_nccl_code / 1000;
+    int minor = prophet_nccl_code >= 10000 ? (prophet_nccl_code / 100) % 100
+                                           : (prophet_nccl_code / 100) % 10;
+    return major > PROPHET_NCCL_REVIEWED_MAJOR ||
+           (major == PROPHET_NCCL_REVIEWED_MAJOR && minor > PROPHET_NCCL_REVIEWED_MINOR);
+}
+
 int prophet_nccl_supported(void)
 {
     /* NCCL_VERSION(2,y,z) = 2*10000 + y*100 + z for y > 8; 2.0..2.8 used 2*1000 + y*100 + z. */

@@ -48,6 +48,13 @@ int prophet_nccl_version(void);
 /* NCCL_VERSION_CODE as NCCL writes it: 22809 -> "2.28.9", 2708 -> "2.7.8"; returns buf. */
 const char *prophet_nccl_version_text(int code, char *buf, size_t len);
 int prophet_nccl_supported(void);
+/* The newest NCCL release whose entry points were reviewed (every one that enqueues work is
+ * interposed: preload/prophet.map; the others are listed in nccl_exports.c). A newer one is named
+ * once (process/init.c); one that exports an entry point not reviewed is passed through. */
+#define PROPHET_NCCL_REVIEWED_MAJOR 2
+#define PROPHET_NCCL_REVIEWED_MINOR 28
+/* 1 when NCCL is newer than the releases reviewed. */
+int prophet_nccl_newer_than_reviewed(void);
 /* Called by a wrapper whose real symbol is missing: one WARN and ncclInternalError. */
 ncclResult_t prophet_nccl_missing(const char *name);
 

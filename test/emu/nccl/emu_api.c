@@ -44,11 +44,18 @@ struct emu_group {
 };
 static __thread struct emu_group group;
 
+/* The release it stands for: nccl.h's, or (the "newer" build, EMU_NCCL_NEWER) a later one. */
+#ifdef EMU_NCCL_NEWER
+#define EMU_NCCL_VERSION_CODE EMU_NCCL_NEWER
+#else
+#define EMU_NCCL_VERSION_CODE NCCL_VERSION_CODE
+#endif
+
 EMU_API ncclResult_t pncclGetVersion(int *version)
 {
     if (!version)
         return ncclInvalidArgument;
-    *version = NCCL_VERSION_CODE;
+    *version = EMU_NCCL_VERSION_CODE;
     return ncclSuccess;
 }
 EMU_ALIAS(ncclGetVersion);
@@ -928,6 +935,21 @@ EMU_API ncclResult_t pncclAllReduce(const void *sendbuff, void *recvbuff, size_t
         EMU_OP(EMU_OP_ALLREDUCE, sendbuff, recvbuff, count, datatype, op, 0, comm, stream));
 }
 EMU_ALIAS(ncclAllReduce);
+
+#ifdef EMU_NCCL_NEWER
+/* The "newer" build's collective that nccl.h does not declare (a release after the one an
+ * interposer was built against): an all-reduce under another name, enqueued on its stream like
+ * every collective (a kernel launch through the driver's cuGetProcAddress table). A test calls it
+ * through dlsym: an entry point the interposer does not know must stay exact behind held calls. */
+EMU_API ncclResult_t pncclAllReduceFuture(const void *sendbuff, void *recvbuff, size_t count,
+                                          ncclDataType_t datatype, ncclRedOp_t op,
+                                          ncclComm_t comm, cudaStream_t stream)
+{
+    return enqueue(
+        EMU_OP(EMU_OP_ALLREDUCE, sendbuff, recvbuff, count, datatype, op, 0, comm, stream));
+}
+EMU_ALIAS(ncclAllReduceFuture);
+#endif
 
 /* Test hook, not NCCL API (test/emu/nccl/emu_nccl_hooks.h): how many ncclAllReduce calls on comm
  * reached this library. A test compares it with the calls it issued through an interposer: the

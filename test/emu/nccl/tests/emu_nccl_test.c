@@ -617,6 +617,35 @@ static ncclResult_t wait_async_error(ncclComm_t comm)
     return err;
 }
 
+/* The same two all-reduces, as one group on rank 0 and one by one on the others: a grouping that
+ * differs between ranks (undefined on real NCCL: a hang, an internal error or wrong values) must
+ * fail, naming the group. */
+static void rank_group_mismatch(int rank, int n, const ncclUniqueId *ids)
+{
+    struct rank_ctx rc;
+    size_t c = 1024;
+    float *a = dev_alloc(c * 4), *b = dev_alloc(c * 4);
+    ncclResult_t err;
+
+    rank_setup(&rc, rank, n, &ids[0]);
+    NC(ncclAllReduce(a, a, c, ncclFloat32, ncclSum, rc.comm, rc.stream)); /* #0 agrees */
+    if (rank == 0) {
+        NC(ncclGroupStart());
+        NC(ncclAllReduce(a, a, c, ncclFloat32, ncclSum, rc.comm, rc.stream));
+        NC(ncclAllReduce(b, b, c, ncclFloat32, ncclSum, rc.comm, rc.stream));
+        NC(ncclGroupEnd());
+    } else {
+        NC(ncclAllReduce(a, a, c, ncclFloat32, ncclSum, rc.comm, rc.stream));
+        NC(ncclAllReduce(b, b, c, ncclFloat32, ncclSum, rc.comm, rc.stream));
+    }
+    err = wait_async_error(rc.comm);
+    if (err == ncclSuccess)
+        FAIL("no async error after a group that differs between ranks");
+    fprintf(stderr, "rank %d: async error %d (%s)\n", rank, err, ncclGetErrorString(err));
+    CU(cuStreamSynchronize(rc.stream)); /* the stream must not hang */
+    NC(ncclCommAbort(rc.comm));
+}
+
 static void rank_mismatch(int rank, int n, const ncclUniqueId *ids)
 {
     struct rank_ctx rc;
@@ -1094,6 +1123,7 @@ static const struct {
     {"nonblocking", rank_nonblocking},
     {"capture", rank_capture},
     {"mismatch", rank_mismatch},
+    {"group_mismatch", rank_group_mismatch},
     {"fault", rank_fault},
     {"pacing", rank_pacing},
     {"pacing_change", rank_pacing_change},
@@ -1220,6 +1250,19 @@ int main(int argc, char **argv)
         }
         return 0;
     }
+    if (!strcmp(what, "group_mismatch")) {
+        int bad;
+        fails = run_ranks(n, 1, "group_mismatch", 20, &err, &elapsed);
+        printf("group_mismatch: %d ranks finished in %.3f s\n", n, elapsed);
+        bad = fails || !strstr(err, "collective mismatch on comm 0x") ||
+              !strstr(err, "(in a group)");
+        free(err);
+        if (bad)
+            fprintf(stderr, "FAIL: %d ranks did not see the error, or no mismatch line names the "
+                            "group\n",
+                    fails);
+        return bad;
+    }
     if (!strcmp(what, "pacing")) {
         setenv("EMU_TEST_PACING_BYTES", argc > 3 ? argv[3] : "10000000", 1);
         setenv("EMU_TEST_PACING_ATTEMPTS", argc > 4 ? argv[4] : "4", 1);
@@ -1235,7 +1278,7 @@ int main(int argc, char **argv)
     }
     fprintf(stderr,
             "usage: %s symbols LIB | dtype | api | initall N | correctness N | "
-            "group2comms N | split N | mismatch N | peerdeath N | abort N | "
+            "group2comms N | split N | mismatch N | group_mismatch N | peerdeath N | abort N | "
             "nonblocking N | capture N | fault N | pacing N BYTES | pacing_change N\n",
             argv[0]);
     return 2;
