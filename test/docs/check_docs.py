@@ -9,7 +9,8 @@
       The product's documents (README.md, bpf/README.md, preload/README.md, every Markdown file of
       SRC/docs) and the comments of the non-test C sources (*.c, *.h outside test/ and dev/) hold no
       lab notes: no issue numbers ("issue 37", "#37"), commit hashes, dates or before/now histories
-      ("no longer", "used to", "until the fix", ...), and no heading named after an issue. Histories
+      ("is no longer a", "used to", "until the fix", ...), no pointer outside the repository, and no
+      heading named after an issue. Histories
       belong in dev/history/. FILE lists findings known and owned elsewhere, one
       "path:text" a line ('#' comments): each must still be found (a fixed one is taken off the list),
       and is reported as pending, not failed.
@@ -130,7 +131,9 @@ BEFORE_NOW = [
     (re.compile(r"(?:^|[.;:(]\s+|^\W*)Before,\s"), "a before/now history"),
     (re.compile(r"\b(?:since then|until then|until now)\b", re.I), "a before/now history"),
 ]
-LAB = [r for r in HISTORY if r[1] in ("an issue number", "a commit hash", "a date")] + BEFORE_NOW
+OUTSIDE = [(re.compile(r"\.\./shared/|/work/(?:main|shared)\b"), "a pointer outside the repository")]
+LAB = [r for r in HISTORY if r[1] in ("an issue number", "a commit hash", "a date")] + BEFORE_NOW \
+    + OUTSIDE
 ISSUE_HEADING = re.compile(r"^#{1,6}\s.*\bissues?\s+#?\d+", re.I)
 
 
