@@ -82,6 +82,22 @@ print("%.2fx" % (t["passthrough"] / t["optimal"]))' "$js")"
     IFS='|' read -r label bw alpha src <<<"$r"
     echo "- $label: $src."
   done
+  # one NVLink node has 8 GPUs: the 8-rank figure of the NVLink row
+  local worst=1.00 r8
+  IFS='|' read -r label bw alpha src <<<"${regimes[0]}"
+  for f in "${profiles[@]}"; do
+    for s in $scales; do
+      r8=$("$sim" --profile "$f" --ranks 8 --bandwidth "$bw" --alpha "$alpha" --compute-scale "$s" \
+        --json | python3 -c 'import json,sys
+p=json.load(sys.stdin)["policies"]
+print("%.2f" % (p["passthrough"]["iteration_us"] / p["optimal"]["iteration_us"]))')
+      worst=$(python3 -c "print(max($worst, $r8))")
+    done
+  done
+  echo
+  echo "One NVLink node has 8 GPUs (16 in one NVLink domain need a multi-node NVLink system such as" \
+    "an NVL72 rack); at 8 ranks" \
+    "(\`--ranks 8\`) the NVLink row reads at most $(printf %.2f "$worst")x."
   echo
   echo "No published figure was found for one all-reduce of 16 ranks over NCCL's sockets: one socket" \
     "hop costs 38-46 us (an 8-byte broadcast between two V100 hosts over TCP, NVIDIA/nccl-tests#82)" \
