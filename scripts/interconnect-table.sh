@@ -41,70 +41,72 @@ profiles=(profiles/*.json)
 [ ${#profiles[@]} -gt 0 ] && [ -f "${profiles[0]}" ] || { echo "interconnect-table.sh: no profiles" >&2; exit 2; }
 
 table() {
-  local head="| interconnect | bus bandwidth | per-op cost |" rule="|---|---:|---:|"
-  local f name
-  for f in "${profiles[@]}"; do
-    name=$(basename "$f" .json)
-    case $name in
-      bert_base) name=BERT-base ;; mobilenet_v2) name=MobileNet-v2 ;;
-      resnet50) name=ResNet-50 ;; vgg16) name=VGG-16 ;;
-    esac
-    head+=" $name |"
-    rule+="---:|"
-  done
-  echo "$head"
-  echo "$rule"
-  local r label bw alpha src line s js
+  local results r i=0 label bw alpha src f s
+  results=$(mktemp)
   for r in "${regimes[@]}"; do
     IFS='|' read -r label bw alpha src <<<"$r"
-    line="| $label | ${bw/GB/ GB/s} | ${alpha/us/ us} |"
-    line=${line/0Gbit |/0 Gbit/s |}
-    line=${line/5Gbit |/5 Gbit/s |}
     for f in "${profiles[@]}"; do
-      local cell=""
       for s in $scales; do
-        js=$("$sim" --profile "$f" --ranks $ranks --bandwidth "$bw" --alpha "$alpha" \
-          --compute-scale "$s" --json)
-        cell+="${cell:+ / }$(python3 -c 'import json,sys
-p=json.loads(sys.argv[1])["policies"]
-t={k: v["iteration_us"] for k, v in p.items()}
-print("%.2fx" % (t["passthrough"] / t["optimal"]))' "$js")"
+        printf '%s\t%s\t%s\t%s\t' "$i" "$(basename "$f" .json)" "$s" "$ranks" >>"$results"
+        "$sim" --profile "$f" --ranks $ranks --bandwidth "$bw" --alpha "$alpha" \
+          --compute-scale "$s" --json >>"$results"
+        if [ "$i" -eq 0 ]; then # one NVLink node has 8 GPUs: the NVLink row at 8 ranks too
+          printf '%s\t%s\t%s\t%s\t' "$i" "$(basename "$f" .json)" "$s" 8 >>"$results"
+          "$sim" --profile "$f" --ranks 8 --bandwidth "$bw" --alpha "$alpha" \
+            --compute-scale "$s" --json >>"$results"
+        fi
       done
-      line+=" $cell |"
     done
-    echo "$line"
+    i=$((i + 1))
   done
-  echo
-  echo "$ranks ranks, \`prophet-sim --ranks $ranks --bandwidth BW --alpha COST\`; each cell: the" \
-    "profile's own compute times / a GPU four times faster (\`--compute-scale 0.25\`). Sources:"
-  echo
-  for r in "${regimes[@]}"; do
-    IFS='|' read -r label bw alpha src <<<"$r"
-    echo "- $label: $src."
-  done
-  # one NVLink node has 8 GPUs: the 8-rank figure of the NVLink row
-  local worst=1.00 r8
-  IFS='|' read -r label bw alpha src <<<"${regimes[0]}"
-  for f in "${profiles[@]}"; do
-    for s in $scales; do
-      r8=$("$sim" --profile "$f" --ranks 8 --bandwidth "$bw" --alpha "$alpha" --compute-scale "$s" \
-        --json | python3 -c 'import json,sys
-p=json.load(sys.stdin)["policies"]
-print("%.2f" % (p["passthrough"]["iteration_us"] / p["optimal"]["iteration_us"]))')
-      worst=$(python3 -c "print(max($worst, $r8))")
-    done
-  done
-  echo
-  echo "One NVLink node has 8 GPUs (16 in one NVLink domain need a multi-node NVLink system such as" \
-    "an NVL72 rack); at 8 ranks" \
-    "(\`--ranks 8\`) the NVLink row reads at most $(printf %.2f "$worst")x."
-  echo
-  echo "No published figure was found for one all-reduce of 16 ranks over NCCL's sockets: one socket" \
-    "hop costs 38-46 us (an 8-byte broadcast between two V100 hosts over TCP, NVIDIA/nccl-tests#82)" \
-    "and a kernel TCP round trip 20-60 us (Kentino, \"Latency Dissection: Where Every Microsecond" \
-    "Goes in an AI Cluster Network\"); the 100 and 150 us above assume a few such hops per" \
-    "all-reduce. The profiles' own compute times are those of \`profiles/*.json\` (ResNet-50 at" \
-    "batch 32: 33 ms forward, 66 ms backward); the faster GPU is an assumption, not a measurement."
+  python3 - "$results" "$ranks" "$scales" "${regimes[@]}" <<'PY'
+import json, sys
+path, ranks, scales, regimes = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4:]
+names = {"bert_base": "BERT-base", "mobilenet_v2": "MobileNet-v2", "resnet50": "ResNet-50",
+         "vgg16": "VGG-16"}
+cell, order, worst8 = {}, [], 1.0
+for line in open(path):
+    i, prof, scale, n, js = line.rstrip("\n").split("\t", 4)
+    p = json.loads(js)["policies"]
+    r = p["passthrough"]["iteration_us"] / p["optimal"]["iteration_us"]
+    if n != ranks:
+        worst8 = max(worst8, r)
+        continue
+    if prof not in order:
+        order.append(prof)
+    cell[(int(i), prof, scale)] = r
+def unit(v):
+    for u, t in (("GB", " GB/s"), ("Gbit", " Gbit/s"), ("us", " us")):
+        if v.endswith(u):
+            return v[:-len(u)] + t
+    return v
+print("| interconnect | bus bandwidth | per-op cost | " +
+      " | ".join(names.get(x, x) for x in order) + " |")
+print("|---|---:|---:|" + "---:|" * len(order))
+for i, reg in enumerate(regimes):
+    label, bw, alpha, src = reg.split("|", 3)
+    cells = [" / ".join("%.2fx" % cell[(i, x, s)] for s in scales) for x in order]
+    print(f"| {label} | {unit(bw)} | {unit(alpha)} | " + " | ".join(cells) + " |")
+print()
+print(f"{ranks} ranks, `prophet-sim --ranks {ranks} --bandwidth BW --alpha COST`; each cell: the "
+      "profile's own compute times / a GPU four times faster (`--compute-scale 0.25`). Sources:")
+print()
+for reg in regimes:
+    label, bw, alpha, src = reg.split("|", 3)
+    print(f"- {label}: {src}.")
+print()
+print("One NVLink node has 8 GPUs (16 in one NVLink domain need a multi-node NVLink system such as "
+      f"an NVL72 rack); at 8 ranks (`--ranks 8`) the NVLink row reads at most {worst8:.2f}x.")
+print()
+print("No published figure was found for one all-reduce of 16 ranks over NCCL's sockets: one "
+      "socket hop costs 38-46 us (an 8-byte broadcast between two V100 hosts over TCP, "
+      "NVIDIA/nccl-tests#82) and a kernel TCP round trip 20-60 us (Kentino, \"Latency Dissection: "
+      "Where Every Microsecond Goes in an AI Cluster Network\"); the 100 and 150 us above assume a "
+      "few such hops per all-reduce. The profiles' own compute times are those of "
+      "`profiles/*.json` (ResNet-50 at batch 32: 33 ms forward, 66 ms backward); the faster GPU is "
+      "an assumption, not a measurement.")
+PY
+  rm -f "$results"
 }
 
 tmp=$(mktemp)
