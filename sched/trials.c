@@ -256,8 +256,8 @@ static int drifted(double now, double ref, double limit)
 /* The iteration time's baseline, from the first PROPHET_TRIAL_DRIFT_RECENT samples under the
  * kept plan: their median, unless it is already off the kept plan's own trial figure by a drift.
  * Then the job changed with the choice (a link that slowed in the iterations right after it:
- * issue 12's bandwidth-change test, 28 ms iterations at the choice, 72 ms from the next one on),
- * and the figure, measured before, is the baseline: a median taken after the change would hide
+ * the bandwidth-change test, 28 ms iterations at the choice, 72 ms from the next one on), and
+ * the figure, measured before, is the baseline: a median taken once the job changed would hide
  * it for good, and the bandwidth's own baseline waits PROPHET_TRIAL_NET_SETTLE_US. */
 static double time_baseline(const prophet_trials_t *t)
 {
@@ -274,8 +274,8 @@ static double time_baseline(const prophet_trials_t *t)
  * PROPHET_TRIAL_PROFILE_BASE readings. A reading is out of step when its span moved past
  * PROPHET_TRIAL_DRIFT_PROFILE and its share as far (m: the median of the last samples now): a span
  * that lengthened with the iteration is the host's (or the job's compute, slower all through), and
- * the drift is the iteration time's, for a re-time. Issue 36's soak: the emulated GPU's compute is
- * CPU time, so a span read in a burst of load was 25-50% longer, as was the iteration, and a full
+ * the drift is the iteration time's, for a re-time. In the soak (test/e2e/soak_trials.py) the
+ * emulated GPU's compute is CPU time, so a span read in a burst of load was 25-50% longer, as was the iteration, and a full
  * round of four candidates kept the incumbent (6.7% of 2,000 iterations on trials). A slower link
  * leaves the span as it was; a job whose shape changed moves it out of step with its iteration.
  * The profile drifted when two readings in a row are out of step (one alone: pending): on a
@@ -367,7 +367,7 @@ uint32_t prophet_trials_drift_lasts(const prophet_trials_t *t)
  * still runs as fast as when it was kept, whatever the other signals read. The bandwidth and the
  * profile say what a time drift calls for: a re-time of the incumbent when they held (the host
  * slowed down, or the job's compute all through), every candidate again when either moved (the
- * network or the job changed, and the plans made from them with it). Issue 36: a single
+ * network or the job changed, and the plans made from them with it). On the emulator a single
  * iteration's backward span at 8 ranks on 2 cores strays by 30-40% from one reading to the next,
  * and a profile drift alone started a full round in 11 of 16 quiet MobileNet-v2 runs, with the
  * iteration time steady. */
@@ -378,7 +378,7 @@ static void drift_check(prophet_trials_t *t, double backward_us)
     if (!(sigs & PROPHET_DRIFT_TIME))
         sigs = 0;
     /* the signals as they stand when the run restarts: a bandwidth that dipped past its threshold
-     * in one burst of the run and came back is the host's (issue 36's soak: one such sample made
+     * in one burst of the run and came back is the host's (in the soak one such sample made
      * a full round of seven candidates); a profile read out of step once waits for its next
      * reading */
     t->drift_sigs = sigs;
@@ -522,8 +522,8 @@ static void choose_kept(prophet_trials_t *t, uint32_t kept, double us)
  * (passthrough leads and there is no other incumbent; nothing was measured). An incumbent that
  * leads is the plan in force and stays unless passthrough beats it in their duel (passthrough the
  * challenger, as in a re-time). As the challenger it lost to passthrough on a tie and at the cap,
- * so a round could end on passthrough though the incumbent measured faster in their pairs (issue
- * 36's soak on a loaded host: `prophet`, kept, led the next round's first pass and was 19% ahead
+ * so a round could end on passthrough though the incumbent measured faster in their pairs (the
+ * soak on a loaded host: `prophet`, kept, led the next round's first pass and was 19% ahead
  * of passthrough over four pairs of bursty windows; passthrough was kept). */
 static void pass_done(prophet_trials_t *t)
 {
@@ -622,7 +622,7 @@ static uint32_t duel_cap(const prophet_trials_t *t)
 /* A re-time asks whether the incumbent lost its edge: passthrough slower by more than the tie in
  * each of PROPHET_TRIAL_PAIRS_MIN pairs or more says it did not, and the incumbent stays without
  * the pairs to the cap. The t-test alone wants a spread small against the mean; on a bursty host
- * the pairs differ by 13-51% (issue 36's soak: passthrough behind in all four pairs, each window
+ * the pairs differ by 13-51% (in the soak: passthrough behind in all four pairs, each window
  * of passthrough 7 iterations on trials, which took the run from 4.6% to 5.7%). */
 static int retime_futile(const prophet_trials_t *t)
 {

@@ -1,7 +1,8 @@
 /* prophet-doctor: a checklist that says why a job's NCCL calls are, or are not, intercepted by
  * libprophet.so. Against a running job it reads /proc/PID/maps and /proc/PID/environ; against a
- * command it runs it under the preload in a dry mode (PROPHET_POLICY=passthrough: every call is
- * observed and passed on, nothing regrouped) and looks at the process as it exits. */
+ * command it runs it under the preload in a dry mode (PROPHET_GATE=observe: every call is
+ * observed and passed on at once, nothing held or regrouped) and looks at the process as it
+ * exits. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -22,7 +23,7 @@
 #include "prophet/config.h"
 #include "prophet_cli.h"
 
-#define DOCTOR_DRY_ENV "PROPHET_POLICY=passthrough" /* the dry mode: observe, regroup nothing */
+#define DOCTOR_DRY_ENV "PROPHET_GATE=observe" /* the dry mode: observe, hold nothing */
 #define DOCTOR_MAX_ENV 4096
 #define PROG "prophet-doctor"
 
@@ -71,10 +72,10 @@ static void usage(FILE *f)
           "                or /etc/ld.so.preload) ahead of every other object that defines NCCL's\n"
           "                symbols, and NCCL loaded as a shared library.\n"
           "    COMMAND     run COMMAND under the preload in a dry mode (" DOCTOR_DRY_ENV ",\n"
-          "                PROPHET_DEBUG=INFO: every call is observed and passed on, nothing is\n"
-          "                regrouped) and look at the process as it exits. Use a short run of\n"
-          "                one rank's program, not a launcher. A command that never loads NCCL\n"
-          "                or makes no NCCL call fails.\n"
+          "                PROPHET_DEBUG=INFO: every call is observed and passed on at once,\n"
+          "                nothing is held or regrouped) and look at the process as it exits.\n"
+          "                Use a short run of one rank's program, not a launcher. A command\n"
+          "                that never loads NCCL or makes no NCCL call fails.\n"
           "    -h, --help  this text.\n"
           "    --version   print the version and exit.\n"
           "\n"

@@ -18,7 +18,7 @@ static const char usage_text[] =
     "\n"
     "SYNOPSIS\n"
     "    prophet-report [--per-rank] [--json] [--svg OUT [--step S | --iteration N]]\n"
-    "                   [--trace OUT]\n"
+    "                   [--trace OUT] [--profile-out FILE]\n"
     "                   [--allow-truncated] DIR|LOG...\n"
     "\n"
     "DESCRIPTION\n"
@@ -60,6 +60,12 @@ static const char usage_text[] =
     "                          matches the lowest rank's; the job's network is the median of the\n"
     "                          ranks' models. Candidates can only regroup the logged calls: log a\n"
     "                          run with per-tensor calls (or small buckets) for the finest advice\n"
+    "      predicted           the iteration time of each policy (passthrough, fusion, buckets,\n"
+    "                          prophet, optimal) at its default knobs, predicted on the same\n"
+    "                          profile and network with prophet-sim's model, beside the median\n"
+    "                          iteration time the logs measured. Run the job with\n"
+    "                          prophet-run --observe first: what holding would give it, at no\n"
+    "                          risk\n"
     "\n"
     "    With --per-rank each rank follows: its iterations, iteration time (median, p90),\n"
     "    network busy fraction, idle gaps (network idle while a gradient waited), blocks per\n"
@@ -82,6 +88,11 @@ static const char usage_text[] =
     "                        https://ui.perfetto.dev or chrome://tracing), one process per rank,\n"
     "                        with a span per iteration named by its step and a marker where\n"
     "                        each plan starts\n"
+    "    --profile-out FILE  write the job's profile that the predictions are made from (each\n"
+    "                        call's latest readiness over the ranks) as a prophet-profile/1\n"
+    "                        file: prophet-sim on FILE, given the ranks, link_Bps and alpha_us\n"
+    "                        of the \"predicted_by_policy_us\" object of --json, predicts the\n"
+    "                        same times\n"
     "    --allow-truncated   read a truncated log (job killed) up to its last complete record\n"
     "                        instead of rejecting it\n"
     "    -h, --help          show this help\n"
@@ -103,7 +114,7 @@ static const char usage_text[] =
 
 typedef struct args {
     int json, allow_truncated, per_rank;
-    const char *svg, *trace;
+    const char *svg, *trace, *profile_out;
     long long iteration, step;
     char **logs;
     int n_logs;
@@ -122,6 +133,7 @@ static int parse_args(int argc, char **argv, args_t *a)
                                          {"iteration", required_argument, NULL, 'i'},
                                          {"step", required_argument, NULL, 'S'},
                                          {"trace", required_argument, NULL, 't'},
+                                         {"profile-out", required_argument, NULL, 'P'},
                                          {"allow-truncated", no_argument, NULL, 'a'},
                                          {"per-rank", no_argument, NULL, 'r'},
                                          {"help", no_argument, NULL, 'h'},
@@ -141,6 +153,9 @@ static int parse_args(int argc, char **argv, args_t *a)
             break;
         case 't':
             a->trace = optarg;
+            break;
+        case 'P':
+            a->profile_out = optarg;
             break;
         case 'a':
             a->allow_truncated = 1;
@@ -319,6 +334,13 @@ int main(int argc, char **argv)
     if (a.trace && rep_trace_write(ptrs, good, a.trace, err, sizeof(err)) != 0) {
         fprintf(stderr, "prophet-report: %s\n", err);
         goto done;
+    }
+    if (a.profile_out) {
+        const char *why;
+        if (rep_job_profile_write(ptrs, sums, good, a.profile_out, &why) != 0) {
+            fprintf(stderr, "prophet-report: --profile-out %s: %s\n", a.profile_out, why);
+            goto done;
+        }
     }
     rc = fflush(stdout) == 0 ? 0 : EXIT_BADLOG;
     goto done;

@@ -60,6 +60,11 @@ static const char usage_text[] =
     "    --fusion-bytes SIZE  fusion policy: most bytes fused into one block (default 64MiB)\n"
     "    --cycle-us US        fusion policy: cycle time in microseconds (default 1000)\n"
     "    --bucket-bytes SIZE  buckets policy: bucket size (default 25MiB; the first is 1MiB)\n"
+    "    --compute-scale F    multiply every compute time of the profile (each gradient's\n"
+    "                         ready time, forward and backward) by F, 0 < F <= 100 (default 1):\n"
+    "                         0.25 is a GPU four times faster than the one the profile was\n"
+    "                         measured on, which leaves the all-reduces less compute to hide\n"
+    "                         behind\n"
     "    --credit-bytes SIZE  prophet policy: credit window after gradient 0 (default 0: one\n"
     "                         block). SIZE: a byte count with K, M, G or KiB, MiB, GiB (powers\n"
     "                         of 2) or KB, MB, GB (powers of 10), as the PROPHET_*_BYTES knobs\n"
@@ -198,7 +203,7 @@ typedef struct sim_args {
     uint32_t ranks;
     double link_Bps, alpha_us;
     int json, per_layer;
-    double jitter;
+    double jitter, compute_scale;
     uint32_t trials, seed;
     prophet_planner_opts_t popts;
 } sim_args_t;
@@ -219,6 +224,7 @@ static int parse_args(int argc, char **argv, sim_args_t *a)
         O_JITTER,
         O_TRIALS,
         O_SEED,
+        O_SCALE,
         O_VERSION
     };
     static const struct option longopts[] = {
@@ -235,6 +241,7 @@ static int parse_args(int argc, char **argv, sim_args_t *a)
         {"jitter", required_argument, 0, O_JITTER},
         {"trials", required_argument, 0, O_TRIALS},
         {"seed", required_argument, 0, O_SEED},
+        {"compute-scale", required_argument, 0, O_SCALE},
         {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, O_VERSION},
         {0, 0, 0, 0},
@@ -303,6 +310,14 @@ static int parse_args(int argc, char **argv, sim_args_t *a)
             if (parse_uint(optarg, 0, 4294967295ul, &a->seed))
                 return bad_value("--seed", optarg, "an integer 0..4294967295");
             break;
+        case O_SCALE: {
+            char *end;
+
+            a->compute_scale = strtod(optarg, &end);
+            if (end == optarg || *end || !(a->compute_scale > 0 && a->compute_scale <= 100))
+                return bad_value("--compute-scale", optarg, "a factor 0 < F <= 100");
+            break;
+        }
         case 'h':
             fputs(usage_text, stdout);
             exit(0);
@@ -349,6 +364,24 @@ static void perturb(const prophet_profile_t *src, prophet_profile_t *dst, double
             t + (src->backward_us - src->ready_us[n - 1]) * (1 + frac * uniform_pm1(rng));
     else
         dst->backward_us = t;
+}
+
+/* A faster (F < 1) or slower GPU: every compute interval of the profile scaled by F. */
+static void scale_compute(prophet_profile_t *p, double f)
+{
+    uint32_t i;
+
+    for (i = 0; i < p->n_calls; i++) {
+        p->ready_us[i] *= f;
+        p->spread_us[i] *= f;
+    }
+    for (i = 0; i < p->n_steps; i++) {
+        p->steps[i].ready_us *= f;
+        p->steps[i].gap_after_us *= f;
+    }
+    p->iteration_us *= f;
+    p->forward_us *= f;
+    p->backward_us *= f;
 }
 
 static int simulate(const prophet_sim_opts_t *so, const prophet_profile_t *prof,
@@ -423,7 +456,12 @@ out:
 
 int main(int argc, char **argv)
 {
-    sim_args_t a = {.ranks = 8, .link_Bps = 1.25e9, .alpha_us = 60, .trials = 50, .seed = 1};
+    sim_args_t a = {.ranks = 8,
+                    .link_Bps = 1.25e9,
+                    .alpha_us = 60,
+                    .trials = 50,
+                    .seed = 1,
+                    .compute_scale = 1};
     prophet_profile_t *prof = NULL;
     prophet_net_t net;
     double iter[PROPHET_POLICY_COUNT], optimum;
@@ -451,6 +489,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "prophet-sim: %s: %s\n", a.profile, errbuf);
         goto out;
     }
+    if (a.compute_scale != 1)
+        scale_compute(prof, a.compute_scale);
     net.alpha_us = a.alpha_us;
     net.bandwidth_Bps = prophet_ring_algbw(a.link_Bps, a.ranks);
     net.source = PROPHET_NET_FIXED;
@@ -469,9 +509,10 @@ int main(int argc, char **argv)
         for (uint32_t i = 0; i < prof->n_calls; i++)
             total += prof->sig[i].bytes;
         printf("%s: %u gradients, %.1f MB; %u ranks, link %.3g Gbit/s (all-reduce %.3g GB/s), "
-               "alpha %g us, wait %s\n",
+               "alpha %g us, wait %s, compute x%g\n",
                a.profile, prof->n_calls, total / 1e6, a.ranks, a.link_Bps * 8 / 1e9,
-               net.bandwidth_Bps / 1e9, a.alpha_us, a.per_layer ? "per-layer" : "all");
+               net.bandwidth_Bps / 1e9, a.alpha_us, a.per_layer ? "per-layer" : "all",
+               a.compute_scale);
         if (a.jitter > 0)
             printf("jitter %g over %u trials: means; optimum = mean clairvoyant optimum %.1f us\n",
                    a.jitter, a.trials, optimum);

@@ -109,14 +109,24 @@ typedef struct rep_advice {
     uint64_t fusion_bytes;
     double cycle_ms, fusion_us, fusion_default_us;
     double prophet_us, optimal_us, passthrough_us;
+    /* every policy at its default knobs (buckets 25 MiB, fusion 64 MiB and 1 ms), as prophet-sim
+     * predicts them, indexed by prophet_policy_t */
+    double policy_us[PROPHET_POLICY_COUNT];
+    int nranks;     /* the ring the predictions are for */
     int ranks_used; /* rep_advise_job: the ranks whose profiles made the job's */
 } rep_advice_t;
 
+/* a policy's name (include/prophet/config.h's list; prophet-report does not link the parser) */
+const char *rep_policy_name(int policy);
 void rep_advise(const rep_log_t *log, const rep_summary_t *sum, rep_advice_t *out);
 /* One piece of advice for the job: a gradient's all-reduce can start only when every rank has it,
  * so the job's profile takes each call's latest readiness over the ranks (the ranks whose call
  * sequence matches the lowest rank's), and the network is the median of the ranks' models. */
 void rep_advise_job(rep_log_t *const *logs, const rep_summary_t *sums, size_t n, rep_advice_t *out);
+/* Writes the job's profile that rep_advise_job predicts from, as a prophet-profile/1 file that
+ * prophet-sim reads (the predictions are made on this very text, read back). 0, or -1 with *why. */
+int rep_job_profile_write(rep_log_t *const *logs, const rep_summary_t *sums, size_t n,
+                          const char *path, const char **why);
 
 /* ---- the job ------------------------------------------------------------------------------ */
 typedef struct rep_spread {

@@ -6,9 +6,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "report.h"
 
 #define MIB (1024.0 * 1024.0)
+
+static const char *const policy_names[PROPHET_POLICY_COUNT] = {
+    PROPHET_VALUES_policy(PROPHET_ENUM_NAME)};
+
+const char *rep_policy_name(int policy)
+{
+    return policy >= 0 && policy < PROPHET_POLICY_COUNT ? policy_names[policy] : "?";
+}
 
 /* Rebuilds a profile from the logged iterations when the log holds none: the median readiness
  * offset of each call index from the iteration's first arrival. */
@@ -159,6 +169,11 @@ static void search(int nranks, const prophet_profile_t *p, rep_advice_t *a)
     a->optimal_us = simulate(&po, p, &a->net, plan);
     po.policy = PROPHET_POLICY_PASSTHROUGH;
     a->passthrough_us = simulate(&po, p, &a->net, plan);
+    /* every policy at its default knobs, as prophet-sim runs it */
+    for (int k = 0; k < PROPHET_POLICY_COUNT; k++) {
+        prophet_planner_opts_t dflt = {.ranks = po.ranks, .policy = (prophet_policy_t)k};
+        a->policy_us[k] = simulate(&dflt, p, &a->net, plan);
+    }
     free(plan);
     if (!isfinite(a->bucket_us) || !isfinite(a->fusion_us)) {
         snprintf(a->why, sizeof(a->why), "the simulator rejected the profile");
@@ -173,6 +188,8 @@ static void advice_init(rep_advice_t *a)
     memset(a, 0, sizeof(*a));
     a->bucket_us = a->fusion_us = a->prophet_us = a->optimal_us = a->passthrough_us = NAN;
     a->bucket_default_us = a->fusion_default_us = NAN;
+    for (int k = 0; k < PROPHET_POLICY_COUNT; k++)
+        a->policy_us[k] = NAN;
 }
 
 /* The logged profile (1), one rebuilt from the iterations (0), or -1. */
@@ -217,14 +234,16 @@ static double median_of(double *v, size_t n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-void rep_advise_job(rep_log_t *const *logs, const rep_summary_t *sums, size_t n, rep_advice_t *a)
+/* The job's profile (each call's latest readiness over the ranks whose calls match) and network
+ * (the ranks' median model). 0, or -1 with a->why set. */
+static int build_job(rep_log_t *const *logs, const rep_summary_t *sums, size_t n,
+                     prophet_profile_t *job, rep_advice_t *a)
 {
-    advice_init(a);
-    prophet_profile_t *job = malloc(sizeof(*job)), *p = malloc(sizeof(*p));
+    prophet_profile_t *p = malloc(sizeof(*p));
     double *bw = calloc(n + 1, sizeof(*bw)), *alpha = calloc(n + 1, sizeof(*alpha));
     size_t nb = 0;
-    int nranks = 1, have = 0;
-    if (!job || !p || !bw || !alpha) {
+    int nranks = 1, have = 0, rc = -1;
+    if (!p || !bw || !alpha) {
         snprintf(a->why, sizeof(a->why), "out of memory");
         goto out;
     }
@@ -258,6 +277,7 @@ void rep_advise_job(rep_log_t *const *logs, const rep_summary_t *sums, size_t n,
             alpha[nb++] = net.alpha_us;
         }
     }
+    a->nranks = nranks;
     if (!have) {
         snprintf(a->why, sizeof(a->why),
                  "no learned profile and no complete iteration in the logs");
@@ -269,25 +289,98 @@ void rep_advise_job(rep_log_t *const *logs, const rep_summary_t *sums, size_t n,
     }
     a->net.bandwidth_Bps = median_of(bw, nb);
     a->net.alpha_us = median_of(alpha, nb);
-#ifdef PROPHET_REPORT_HAVE_SCHED
-    if (job->n_calls > 0 &&
-        prophet_steps_detect(job->ready_us, job->n_calls, 2.0, job->steps, &job->n_steps) != 0)
-#endif
-    {
-        job->n_steps = 1;
-        job->steps[0] = (prophet_step_t){0, job->n_calls ? job->n_calls - 1 : 0,
-                                         job->n_calls ? job->ready_us[job->n_calls - 1] : 0, 0};
-    }
     job->backward_us = 0;
     a->n_calls = job->n_calls;
     for (uint32_t i = 0; i < job->n_calls; i++)
         a->total_bytes += job->sig[i].bytes;
-    advise_profile(nranks, job, a);
+    rc = 0;
 out:
-    free(job);
     free(p);
     free(bw);
     free(alpha);
+    return rc;
+}
+
+/* The profile as prophet-profile/1 text (every number with 17 digits: read back, it is the same
+ * double); NULL when out of memory. */
+static char *profile_text(const prophet_profile_t *p)
+{
+    json_t *tensors = json_array(), *root;
+    char name[32], *text;
+    for (uint32_t i = 0; tensors && i < p->n_calls; i++) {
+        snprintf(name, sizeof(name), "call %u", i);
+        json_array_append_new(
+            tensors, json_pack("{s:s, s:I, s:I, s:I, s:f}", "name", name, "elements",
+                               (json_int_t)p->sig[i].count, "bytes", (json_int_t)p->sig[i].bytes,
+                               "priority", (json_int_t)p->priority[i], "ready_us", p->ready_us[i]));
+    }
+    root = json_pack("{s:s, s:s, s:f, s:f, s:o}", "format", "prophet-profile/1", "model",
+                     "the job, from its schedule logs (prophet-report --profile-out)", "forward_us",
+                     isfinite(p->forward_us) && p->forward_us > 0 ? p->forward_us : 0.0,
+                     "backward_us", p->backward_us, "tensors", tensors);
+    if (!root)
+        return NULL;
+    text = json_dumps(root, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
+    json_decref(root);
+    return text;
+}
+
+void rep_advise_job(rep_log_t *const *logs, const rep_summary_t *sums, size_t n, rep_advice_t *a)
+{
+    advice_init(a);
+    prophet_profile_t *job = malloc(sizeof(*job));
+    if (!job) {
+        snprintf(a->why, sizeof(a->why), "out of memory");
+        return;
+    }
+    if (build_job(logs, sums, n, job, a) == 0) {
+#ifdef PROPHET_REPORT_HAVE_SCHED
+        /* predicted from the text --profile-out writes, read back as prophet-sim reads it */
+        char *text = profile_text(job), err[160];
+        prophet_profile_t *back = malloc(sizeof(*back));
+        if (text && back &&
+            prophet_profile_from_json(text, strlen(text), back, err, sizeof(err)) == 0)
+            memcpy(job, back, sizeof(*job));
+        free(back);
+        free(text);
+#endif
+        advise_profile(a->nranks, job, a);
+    }
+    free(job);
+}
+
+int rep_job_profile_write(rep_log_t *const *logs, const rep_summary_t *sums, size_t n,
+                          const char *path, const char **why)
+{
+    rep_advice_t *a = malloc(sizeof(*a));
+    prophet_profile_t *job = malloc(sizeof(*job));
+    char *text = NULL;
+    FILE *f = NULL;
+    int rc = -1;
+    *why = "out of memory";
+    if (!a || !job)
+        goto out;
+    advice_init(a);
+    if (build_job(logs, sums, n, job, a) != 0) {
+        *why = "no learned profile or network in the logs";
+        goto out;
+    }
+    text = profile_text(job);
+    if (!text)
+        goto out;
+    *why = "cannot be written";
+    f = fopen(path, "w");
+    if (!f || fputs(text, f) < 0 || fputc('\n', f) < 0)
+        goto out;
+    rc = fclose(f);
+    f = NULL;
+out:
+    if (f)
+        fclose(f);
+    free(text);
+    free(a);
+    free(job);
+    return rc;
 }
 
 void rep_advise(const rep_log_t *log, const rep_summary_t *sum, rep_advice_t *a)
@@ -314,6 +407,7 @@ void rep_advise(const rep_log_t *log, const rep_summary_t *sum, rep_advice_t *a)
         free(p);
         return;
     }
+    a->nranks = log->nranks;
     advise_profile(log->nranks, p, a);
     free(p);
 }

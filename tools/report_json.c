@@ -21,11 +21,27 @@ static const char *net_source(prophet_net_source_t s)
     return (unsigned)s < 4 ? names[s] : "?";
 }
 
+/* every policy at its default knobs, and the network in prophet-sim's terms: --bandwidth is the
+ * ring's link rate, of which the model's all-reduce bandwidth is N / (2 (N - 1)) */
+static json_t *json_predicted(const rep_advice_t *a)
+{
+    json_t *o = json_object();
+    int n = a->nranks > 0 ? a->nranks : 1;
+    for (int k = 0; o && k < PROPHET_POLICY_COUNT; k++)
+        json_object_set_new(o, rep_policy_name(k), jnum(a->policy_us[k]));
+    json_object_set_new(o, "ranks", json_integer(n));
+    json_object_set_new(o, "alpha_us", jnum(a->net.alpha_us));
+    json_object_set_new(
+        o, "link_Bps",
+        jnum(n < 2 ? a->net.bandwidth_Bps : a->net.bandwidth_Bps * 2.0 * (n - 1) / n));
+    return o;
+}
+
 json_t *rep_json_advice(const rep_advice_t *a)
 {
     if (!a->available)
         return json_pack("{s:b, s:s}", "available", 0, "why", a->why);
-    return json_pack(
+    json_t *o = json_pack(
         "{s:b, s:s, s:i, s:i, s:I, s:{s:o, s:o, s:s}, s:{s:f, s:o, s:o}, s:{s:I, s:f, s:o, s:o}, "
         "s:o, s:o, s:o}",
         "available", 1, "profile",
@@ -38,6 +54,9 @@ json_t *rep_json_advice(const rep_advice_t *a)
         "predicted_us", jnum(a->fusion_us), "default_predicted_us", jnum(a->fusion_default_us),
         "prophet_predicted_us", jnum(a->prophet_us), "optimal_predicted_us", jnum(a->optimal_us),
         "passthrough_predicted_us", jnum(a->passthrough_us));
+    if (o)
+        json_object_set_new(o, "predicted_by_policy_us", json_predicted(a));
+    return o;
 }
 
 static json_t *json_spread(const rep_spread_t *s)

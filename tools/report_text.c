@@ -97,7 +97,7 @@ static void print_plans(const rep_log_t *log, const char *indent)
     }
 }
 
-static void print_advice(const rep_advice_t *a, const char *label)
+static void print_advice(const rep_advice_t *a, const char *label, double measured_us)
 {
     char x[48], y[48], z[48];
     if (!a->available) {
@@ -128,6 +128,16 @@ static void print_advice(const rep_advice_t *a, const char *label)
     ms(y, sizeof(y), a->optimal_us);
     ms(z, sizeof(z), a->passthrough_us);
     printf("    for reference   prophet %s, optimum %s, one call per gradient %s\n", x, y, z);
+    /* every policy at its default knobs, beside the iteration time the logs measured */
+    printf("  %-17s", "predicted");
+    for (int k = 0; k < PROPHET_POLICY_COUNT; k++) {
+        ms(x, sizeof(x), a->policy_us[k]);
+        printf("%s%s %s", k ? ", " : " ", rep_policy_name(k), x);
+    }
+    ms(x, sizeof(x), measured_us);
+    printf(
+        "\n                    (%d ranks, default knobs, the model of prophet-sim); measured %s\n",
+        a->nranks, x);
 }
 
 /* ---- the job ------------------------------------------------------------------------------ */
@@ -292,7 +302,7 @@ void rep_text_job(const rep_job_t *j, rep_log_t *const *logs, size_t n, const re
     print_spread("network model", &j->model_Bps, 1, src);
     print_spread("network probe", &j->probe_Bps, 1, j->probe_Bps.n ? "" : " (no eBPF reading)");
     print_spread("network blocks", &j->fitted_Bps, 1, " (fitted by prophet-report)");
-    print_advice(&j->advice, "advice (job)");
+    print_advice(&j->advice, "advice (job)", j->iter_us.median);
 }
 
 /* ---- one rank ------------------------------------------------------------------------------ */
@@ -352,5 +362,5 @@ void rep_text_rank(const rep_log_t *log, const rep_summary_t *s, const rep_advic
            s->have_fit ? s->fit.alpha_us : NAN, y);
     if (show_plans)
         print_plans(log, "  ");
-    print_advice(a, "advice (rank)");
+    print_advice(a, "advice (rank)", s->iter_median_us);
 }

@@ -76,9 +76,12 @@ typedef enum prophet_bwmon_mode { PROPHET_VALUES_bwmon(PROPHET_ENUM_ITEM) } prop
     X(U32, STALL_MS, stall_ms, uint32_t, 50, 1, 60000, "50",                                       \
       "warn once when a held block waits this many milliseconds for its next call")                \
     X(U32, LEARN_ITERS, learn_iters, uint32_t, 5, 2, 1000, "5",                                    \
-      "iterations observed before the first plan")                                                 \
+      "observe mode: iterations before the first plan; the default mode first holds after "        \
+      "max(16, 2 x this) stable iterations")                                                       \
     X(U32, REPLAN_ITERS, replan_iters, uint32_t, 50, 1, 100000, "50",                              \
-      "iterations between plan agreements")                                                        \
+      "iterations between plan agreements under a fixed PROPHET_POLICY and in observe mode "       \
+      "(the closed loop agrees every 7 while trying, then every 10, backing off to 40 under a "    \
+      "kept passthrough)")                                                                         \
     X(RATE, BANDWIDTH, bandwidth_Bps, double, 0, 0, 0, "fitted",                                   \
       "fix the bandwidth instead of fitting it from NCCL operations")                              \
     X(USEC, ALPHA_US, alpha_us, double, -1, 0, 1e7, "fitted",                                      \

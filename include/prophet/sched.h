@@ -240,8 +240,9 @@ typedef enum prophet_cand {
 #define PROPHET_TRIAL_DRIFT_TIME 0.25 /* |median - baseline| / baseline: restarts trials */
 /* ... and with it, one of these makes the round a full one (else the incumbent is re-timed) */
 /* relative change of the network's bandwidth: the fit from NCCL operations' times moves by up to
- * 30% with a bursty host's load and its own alpha/bandwidth trade-off (issue 36's soak: 65-115
- * MB/s around 87 at the agreements), and a link worth planning again for changes by 2x or more */
+ * 30% with a bursty host's load and its own alpha/bandwidth trade-off (the soak of
+ * test/e2e/soak_trials.py: 65-115 MB/s around 87 at the agreements), and a link worth planning
+ * again for changes by 2x or more */
 #define PROPHET_TRIAL_DRIFT_NET 0.50
 /* ... under a kept passthrough, where the preload hands in the eBPF throughput (no operation is
  * timed, so no fit moves): a slower link takes off only the share of the link the job used (a
@@ -275,8 +276,8 @@ typedef enum prophet_cand {
 /* ... and under a kept passthrough, whose next agreement may be PROPHET_TRIAL_CHECK_MAX away */
 #define PROPHET_TRIAL_DRIFT_BOUND_PT                                                               \
     (PROPHET_TRIAL_DRIFT_RECENT / 2 + 1 + PROPHET_TRIAL_DRIFT_LASTS + PROPHET_TRIAL_CHECK_MAX + 2)
-/* The paired duel that ends a round (issue 36: figures measured minutes apart on a busy host
- * cannot be compared). The first pass's leader (the challenger) is timed in windows that
+/* The paired duel that ends a round (figures measured minutes apart on a busy host cannot be
+ * compared). The first pass's leader (the challenger) is timed in windows that
  * alternate with a defender's: the incumbent (the plan kept before the round) when there is one
  * and it is not the leader, else passthrough; defender first. Each pair gives the relative
  * difference challenger / defender - 1 of two window figures taken side by side, so the host's

@@ -103,10 +103,11 @@ static void prophet_loop_log_drift(prophet_comm_t *c)
  * rate while sending), raised to the eBPF throughput's recent peak. Not the eBPF throughput itself
  * while a plan holds calls: the bytes of an iteration are the same whatever slows it, so the rate
  * over wall time falls with the iteration time as much on a busy host as under a slower link
- * (issue 36's soak, ResNet-50 per-tensor, 4 ranks, two busy loops on and off: the eBPF rate swung
- * 50-76 MB/s with the bursts and started full rounds; the fit stayed within 65-115 MB/s). Under a
- * passthrough plan no operation is timed and the fit stands still (125 MB/s before and after a
- * link slowed to 250 Mbit/s): the eBPF throughput is then the only live figure. < 0: none. */
+ * (the soak of test/e2e/soak_trials.py, ResNet-50 per-tensor, 4 ranks, two busy loops on and off:
+ * the eBPF rate swung 50-76 MB/s with the bursts and started full rounds; the fit stayed within
+ * 65-115 MB/s). Under a passthrough plan no operation is timed and the fit stands still (125 MB/s
+ * before and after a link slowed to 250 Mbit/s): the eBPF throughput is then the only live figure.
+ * < 0: none. */
 static double prophet_loop_net_Bps(prophet_comm_t *c)
 {
     prophet_net_t net;

@@ -21,7 +21,7 @@
  * event instants are read from the events themselves, so a record found late loses nothing (what
  * waits is only the events' return to the pool, and the learner's and the fit's samples, which
  * are read at the next agreement); releases happen at program-order points, never here. Each pass
- * is a wake-up, a lock per comm and an event query: at the former 0.5 ms, 2,000 a second a rank
+ * is a wake-up, a lock per comm and an event query: at a 0.5 ms period, 2,000 a second a rank
  * (ResNet-50 per-tensor, 8 ranks on 2 cores, a held plan: 6% of the job's CPU and 13% of its
  * voluntary context switches went with them, docs/benchmarks.md). The stall guard's warning
  * (PROPHET_STALL_MS) is then at most a fifth of its bound late: the period is capped at

@@ -11,7 +11,7 @@
 #define PROPHET_MEASURE_EVERY 8
 #define PROPHET_MEASURE_WARMUP 4
 
-/* Unsettled (issue 12: a job the preload cannot help pays next to nothing): in the default mode,
+/* Unsettled (a job the preload cannot help pays next to nothing): in the default mode,
  * a comm with no agreed plan whose learner has searched for the iteration through
  * PROPHET_UNSETTLED_SEARCH calls, or broken PROPHET_UNSETTLED_RELEARNS locks, since its last plan
  * (Horovod: fusion makes the calls differ between iterations) observes only sampled runs: of its

@@ -54,6 +54,23 @@ launch mpirun-without-x "$run" "$fl" mpirun -np 2 "$rec" "$tmp/w"
 worker_has mpirun-without-x "LD_PRELOAD="
 worker_lacks mpirun-without-x "^mapped="
 echo "mpirun: ok (without -x LD_PRELOAD the workers get no preload)"
+# Every rank needs the same knobs: a PROPHET_* variable that the launcher's line leaves out is
+# warned about (mpirun -x, srun --export=LIST), one that it passes on is not.
+mkdir -p "$tmp/bin"
+ln -sf "$fl" "$tmp/bin/mpirun"
+ln -sf "$fl" "$tmp/bin/srun"
+PROPHET_GATE=observe launch mpirun-knobs "$run" --log "$tmp/logs" "$tmp/bin/mpirun" -x LD_PRELOAD \
+    -x PROPHET_LOG -np 2 "$rec" "$tmp/w"
+grep -q "warning: mpirun's command line does not pass PROPHET_GATE" "$tmp/out" ||
+    fail "no warning for PROPHET_GATE left out of mpirun's -x list"
+grep -q "does not pass PROPHET_LOG\|does not pass LD_PRELOAD" "$tmp/out" &&
+    fail "a warning for a variable that -x names"
+PROPHET_GATE=observe launch srun-knobs "$run" "$tmp/bin/srun" --export=LD_PRELOAD -n 2 "$rec" "$tmp/w"
+grep -q "warning: srun's command line does not pass PROPHET_GATE" "$tmp/out" ||
+    fail "no warning for PROPHET_GATE left out of srun --export"
+PROPHET_GATE=observe launch srun-all "$run" "$tmp/bin/srun" --export=ALL -n 2 "$rec" "$tmp/w"
+grep -q "warning" "$tmp/out" && fail "a warning under srun --export=ALL"
+echo "knobs on every rank: ok (a PROPHET_* variable the launcher drops is warned about)"
 
 # Slurm: srun --export=ALL (the default) forwards everything; a list forwards what it names.
 launch srun-all "$run" "$fl" srun --export=ALL -n 2 "$rec" "$tmp/w"

@@ -5,6 +5,15 @@
       FILE (README.md, docs/benchmarks.md) speaks to users: no issue numbers, no commit hashes, no
       dates, no name of a registered test (the list from `ctest --test-dir BUILD -N`), no words of
       the project's own history ("the brief", "invariant N", "the former block mode").
+  check_docs.py history --src SRC [--pending FILE]
+      The product's documents (README.md, bpf/README.md, preload/README.md, every Markdown file of
+      SRC/docs) and the comments of the non-test C sources (*.c, *.h outside test/ and dev/) hold no
+      lab notes: no issue numbers ("issue 37", "#37"), commit hashes, dates or before/now histories
+      ("is no longer a", "used to", "until the fix", ...), no pointer outside the repository, and no
+      heading named after an issue. Histories
+      belong in dev/history/. FILE lists findings known and owned elsewhere, one
+      "path:text" a line ('#' comments): each must still be found (a fixed one is taken off the list),
+      and is reported as pending, not failed.
   check_docs.py links FILE...
       Every relative Markdown link [text](target) in FILE points at an existing file, and a
       #fragment at a heading of the target (GitHub's anchors). Links inside code are ignored.
@@ -23,7 +32,7 @@ import tempfile
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 HISTORY = [
     (re.compile(r"\bissues? #?\d+", re.I), "an issue number"),
-    (re.compile(r"(?<![\w/.(-])#\d+\b"), "an issue number"),
+    (re.compile(r"(?<![\w/.(-])(?<!call )#\d+\b"), "an issue number"),
     (re.compile(r"(?<![\w/.-])(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?:-dirty)?(?![\w-])"),
      "a commit hash"),
     (re.compile(r"\b20\d\d-\d\d-\d\d\b"), "a date"),
@@ -106,6 +115,140 @@ def check_clean(build, files):
     return bad
 
 
+# Lab notes: what a maintainers' history says, not what the product does. The patterns of HISTORY
+# above, and these phrases of a before/now story.
+BEFORE_NOW = [
+    (re.compile(r"\bis no longer (?:a|an|the)\b", re.I), "a before/now history"),
+    (re.compile(r"\bused to\b", re.I), "a before/now history"),
+    (re.compile(r"\bformerly\b|\bthe former\b", re.I), "a before/now history"),
+    (re.compile(r"\bpreviously\b", re.I), "a before/now history"),
+    (re.compile(r"\b(?:fixed|changed) since\b|\bsince the (?:fix|change)\b", re.I),
+     "a before/now history"),
+    (re.compile(r"\b(?:until|before|after) (?:the|this) (?:fix|change|work|refactor)\b", re.I),
+     "a before/now history"),
+    (re.compile(r"\bthe (?:old|new) (?:code|build|preload)\b", re.I), "a before/now history"),
+    (re.compile(r"\buntil (?:issue|commit)\b", re.I), "a before/now history"),
+    (re.compile(r"(?:^|[.;:(]\s+|^\W*)Before,\s"), "a before/now history"),
+    (re.compile(r"\b(?:since then|until then|until now)\b", re.I), "a before/now history"),
+]
+OUTSIDE = [(re.compile(r"\.\./shared/|/work/(?:main|shared)\b"), "a pointer outside the repository")]
+LAB = [r for r in HISTORY if r[1] in ("an issue number", "a commit hash", "a date")] + BEFORE_NOW \
+    + OUTSIDE
+ISSUE_HEADING = re.compile(r"^#{1,6}\s.*\bissues?\s+#?\d+", re.I)
+
+
+def c_comments(text):
+    """(line number, comment text) of every comment line of a C source."""
+    out, i, n, line = [], 0, len(text), 1
+    while i < n:
+        c = text[i]
+        if c == "\n":
+            line += 1
+            i += 1
+        elif c == '"' or c == "'":
+            q, i = c, i + 1
+            while i < n and text[i] != q:
+                if text[i] == "\\":
+                    i += 1
+                elif text[i] == "\n":
+                    line += 1
+                i += 1
+            i += 1
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append((line, text[i + 2:j]))
+            i = j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j
+            for k, part in enumerate(text[i + 2:j].split("\n")):
+                out.append((line + k, part))
+            line += text.count("\n", i, j)
+            i = j + 2
+        else:
+            i += 1
+    return out
+
+
+def product_files(src):
+    docs = [os.path.join(src, "README.md"), os.path.join(src, "bpf", "README.md"),
+            os.path.join(src, "preload", "README.md")]
+    docs += sorted(os.path.join(src, "docs", f) for f in os.listdir(os.path.join(src, "docs"))
+                   if f.endswith(".md"))
+    csrc = []
+    for d, dirs, fs in os.walk(src):
+        rel = os.path.relpath(d, src)
+        top = rel.split(os.sep)[0]
+        if top in ("test", "dev", ".git") or top.startswith("build") or (rel != "." and rel.startswith(".")):
+            dirs[:] = []
+            continue
+        csrc += sorted(os.path.join(d, f) for f in fs if f.endswith((".c", ".h")))
+    return [d for d in docs if os.path.isfile(d)], sorted(csrc)
+
+
+SPLIT_ISSUE = (re.compile(r"\bissues?\s*$", re.I), re.compile(r"^[\s*/]*#?\d+\b"))
+
+
+def split_issue(lines):
+    """(line number, text) of an issue number split over two lines ("... (issue" / "36's ...")."""
+    for (n, a), (_, b) in zip(lines, lines[1:]):
+        if SPLIT_ISSUE[0].search(a) and SPLIT_ISSUE[1].match(b):
+            yield n, "issue " + SPLIT_ISSUE[1].match(b).group(0).strip(" */")
+
+
+def check_history(src, pending_file):
+    docs, csrc = product_files(src)
+    found = []
+    for path in docs:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        for n, line in enumerate(lines, 1):
+            if ISSUE_HEADING.match(line):
+                found.append((path, n, "a heading named after an issue", line.strip()))
+            for rx, what in LAB:
+                m = rx.search(line)
+                if m:
+                    found.append((path, n, what, m.group(0)))
+        for n, text in split_issue(list(enumerate(lines, 1))):
+            found.append((path, n, "an issue number", text))
+    for path in csrc:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        comments = c_comments(text)
+        for n, line in comments:
+            for rx, what in LAB:
+                m = rx.search(line)
+                if m:
+                    found.append((path, n, what + " in a comment", m.group(0)))
+        for n, t in split_issue(comments):
+            found.append((path, n, "an issue number in a comment", t))
+    pending = []
+    if pending_file:
+        with open(pending_file, encoding="utf-8") as f:
+            for raw in f:
+                raw = raw.strip()
+                if raw and not raw.startswith("#"):
+                    pending.append(raw)
+    bad, held, used = [], [], set()
+    for path, n, what, text in found:
+        rel = os.path.relpath(path, src)
+        key = next((p for p in pending if p.split(":", 1)[0] == rel and
+                    p.split(":", 1)[1] == text), None)
+        line = f"{rel}:{n}: {what}: {text!r}"
+        if key is not None:
+            used.add(key)
+            held.append(line)
+        else:
+            bad.append(line)
+    for p in pending:
+        if p not in used:
+            bad.append(f"pending entry no longer found (take it off the list): {p}")
+    for h in held:
+        print("pending: " + h)
+    return bad
+
+
 def files_under(root):
     out = set()
     for d, _, fs in os.walk(root):
@@ -145,6 +288,8 @@ def main(argv):
         args = args[2:]
     if cmd == "clean":
         bad = check_clean(opts["build"], args)
+    elif cmd == "history":
+        bad = check_history(opts["src"], opts.get("pending"))
     elif cmd == "links":
         bad = check_links(args)
     elif cmd == "installed":

@@ -9,7 +9,7 @@ tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT
 
 "$sim" --help >"$tmp/help" || fail "--help exit status"
 for opt in --profile --ranks --bandwidth --alpha --wait --fusion-bytes --cycle-us --bucket-bytes \
-           --credit-bytes --jitter --trials --seed --json --help --version; do
+           --credit-bytes --jitter --trials --seed --compute-scale --json --help --version; do
   grep -q -- "$opt" "$tmp/help" || fail "--help does not document $opt"
 done
 p="$profiles/resnet50.json"
@@ -29,6 +29,8 @@ check_bad --profile "$p" --bandwidth -5Gbit
 check_bad --profile "$p" --alpha 3parsecs
 check_bad --profile "$p" --wait sometimes
 check_bad --profile "$p" --jitter 2
+check_bad --profile "$p" --compute-scale 0
+check_bad --profile "$p" --compute-scale fast
 check_bad --profile "$p" --no-such-option
 check_bad --profile "$p" extra
 check_bad --profile
@@ -46,6 +48,21 @@ assert d["default"] in d["policies"]
 for v in d["policies"].values():
     assert v["iteration_us"] > 0 and v["ratio_to_optimum"] >= 1 - 1e-9
 assert abs(d["policies"]["optimal"]["ratio_to_optimum"] - 1) < 1e-9
+PY
+# --compute-scale: 1 is the profile as given; 0.25 shortens every compute interval to a quarter,
+# so passthrough (which waits for nothing but compute and its own calls) can only get faster, and
+# on a compute-bound link (100 Gbit/s, 10 us) its iteration is close to a quarter.
+for f in 1 0.25; do
+  "$sim" --profile "$p" --ranks 16 --bandwidth 100Gbit --alpha 10us --compute-scale $f --json \
+    >"$tmp/cs$f" || fail "--compute-scale $f exit status"
+done
+"$sim" --profile "$p" --ranks 16 --bandwidth 100Gbit --alpha 10us --json >"$tmp/cs"
+python3 - "$tmp/cs" "$tmp/cs1" "$tmp/cs0.25" <<'PY' || fail "--compute-scale does not scale the compute"
+import json, sys
+d0, d1, dq = (json.load(open(f))["policies"] for f in sys.argv[1:])
+t0, t1, tq = (d["passthrough"]["iteration_us"] for d in (d0, d1, dq))
+assert t0 == t1, (t0, t1)
+assert tq < t1 and abs(tq / t1 - 0.25) < 0.1, (t1, tq)
 PY
 # The table's text mode names every policy and marks the default.
 "$sim" --profile "$p" | grep -q "(default)" || fail "table does not mark the default"
