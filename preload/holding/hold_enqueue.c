@@ -1,7 +1,7 @@
 /* What the wrappers enqueue on a stream (docs/completion-holding.md, rules 2, 3 and 4): an event
  * record, which becomes virtual on a stream behind an open block (rule 2; never for an interprocess
  * event: "Interprocess events"), a stream wait, which absorbs a virtual record (rule 3; with one
- * hardware queue it first waits for another thread's open blocks: "Issue 37, item 6"), and real
+ * another thread's open block it first waits on the host for its release: hold_gates.c), and real
  * work, the wrappers' and the preload's own (rule 4). */
 #include <stdlib.h>
 

@@ -1,5 +1,5 @@
 /* A set of event handles (hold_event_set.h): the interprocess events and the graph events of
- * docs/completion-holding.md ("Interprocess events"; "The entry points of issue 37, item 3").
+ * docs/completion-holding.md ("Interprocess events"; "Events ordered out of the engine's sight").
  * Hashed chains under the set's own lock; the count is kept in step for the wrappers' fast path. */
 #include "holding/hold_event_set.h"
 

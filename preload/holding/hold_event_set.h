@@ -1,7 +1,7 @@
 /* A set of event handles (hold_event_set.c), inside the holding engine only: the interprocess
- * events and the graph events of docs/completion-holding.md ("Interprocess events"; "The entry
- * points of issue 37, item 3", graph event nodes), the handles whose records someone waits on
- * where the engine cannot see. Hashed; each set has its own lock, a leaf (taken under the engine
+ * events and the graph events of docs/completion-holding.md ("Interprocess events"; "Events
+ * ordered out of the engine's sight", graph event nodes), the handles whose records someone waits
+ * on where the engine cannot see. Hashed; each set has its own lock, a leaf (taken under the engine
  * lock, never the other way round; nothing else is taken while it is held), and a count that is
  * zero while the set is empty: a wrapper's fast path reads only the count (holding.h). */
 #ifndef PROPHET_HOLD_EVENT_SET_H

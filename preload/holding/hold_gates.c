@@ -1,9 +1,10 @@
-/* Making a held block's dependencies real (docs/completion-holding.md, rules 4, 6 and 8, and "Rank
- * consistency"): a GPU gate on a block's gate word, issuing a virtual record behind gates,
- * materialising a stream before real work, releasing the open blocks a host synchronisation is
- * behind (by their issuing thread at its program-order point; another thread waits on the host),
- * real work on a stream (rule 4 and its exception), and the one hardware queue of
- * CUDA_DEVICE_MAX_CONNECTIONS=1 ("Issue 37, item 6"). */
+/* Making a held block's dependencies real (docs/completion-holding.md, rules 4, 6 and 8, "Rank
+ * consistency" and "Rank-local host events"): a GPU gate on a block's gate word (a released
+ * block's only; the host waits where a gate cannot be written), issuing a virtual record behind
+ * gates, materialising a stream before real work, releasing the open blocks a host
+ * synchronisation is behind (by their issuing thread at its program-order point; another thread
+ * waits on the host), and real work on a stream (rule 4), which never runs behind an open block
+ * in any of CUDA_DEVICE_MAX_CONNECTIONS' hardware queues. */
 #include "holding/hold_gates.h"
 
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* Events waited on where the engine cannot see (docs/completion-holding.md, "Interprocess events"
- * and "The entry points of issue 37, item 3"): interprocess events (their records are never
+ * and "Events ordered out of the engine's sight"): interprocess events (their records are never
  * virtual; an exported virtual record is made real), making an event's record real (context-wide
  * and EXTERNAL waits), context-wide records, graph event nodes and graph launches, events recorded
  * by launches (cuLaunchKernelEx's attributes) and EXTERNAL records. */
@@ -111,7 +111,7 @@ void prophet_hold_ipc_export(CUevent e)
     HOLD_UNLOCK();
 }
 
-/* ---- issue 37, item 3: context-wide records and waits, graph event nodes, events recorded by
+/* ---- context-wide records and waits, graph event nodes, events recorded by
  * launches, EXTERNAL flags (holding.h) -------------------------------------------------------- */
 
 /* Every event named by a graph event node (or an EXTERNAL record or wait), until its

@@ -1,9 +1,11 @@
-/* Queries, host synchronisations and the life of events and streams (docs/completion-holding.md,
- * rules 5, 6, 8 and 11): a query or an elapsed time on something behind a held block answers
- * NOT_READY and releases nothing (rule 5); an event, stream or context synchronisation releases (or
- * waits for) the open blocks it is behind first (rule 6); an event's destruction is deferred while
- * it has a virtual record (rule 8), a stream's is a synchronisation (rule 6); a created stream's
- * flags (rule 11). */
+/* Queries, host synchronisations, frees and the life of events and streams
+ * (docs/completion-holding.md, rules 5, 6, 8 and 11, and "Rank-local host events"): a query or an
+ * elapsed time on something behind a held block answers NOT_READY and releases nothing, unless its
+ * issuing thread polls it (rule 5); an event or stream synchronisation releases (or waits for) the
+ * open blocks it is behind first (rule 6); a context synchronisation or a free, which names no held
+ * call, releases only what the driver would wait for forever; an event's destruction is deferred
+ * while it has a virtual record (rule 8), a stream's is a synchronisation (rule 6) and forgets it;
+ * a created stream's flags (rule 11). */
 #include <stdatomic.h>
 #include <stdlib.h>
 

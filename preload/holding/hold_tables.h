@@ -5,18 +5,18 @@
  *
  * The engine, by concern (each file's opening comment names the part of the contract it keeps):
  *   hold_tables.c          the state: comm table, dependency sets, event pool, stream and record
- *                          tables, the fork guard and arming ("State"; "Issue 37, item 6")
- *   hold_gates.c           making dependencies real: GPU gates, issuing virtual records,
- *                          materialising a stream, release-or-wait on the host, one hardware queue
- *                          (rules 4, 6, 8; "Rank consistency")
+ *                          tables, the fork guard and arming ("State"; "Process and scale limits")
+ *   hold_gates.c           making dependencies real: GPU gates (on released blocks only: the
+ *                          hardware queues), issuing virtual records, materialising a stream,
+ *                          release-or-wait on the host (rules 4, 6, 8; "Rank consistency")
  *   hold_enqueue.c         an event record, a stream wait, real work (rules 2, 3, 4)
- *   hold_sync.c            queries, elapsed time, host synchronisations, destroys, stream creation
- *                          (rules 5, 6, 8, 11)
+ *   hold_sync.c            queries and polls, elapsed time, host synchronisations, frees,
+ *                          destroys, stream creation (rules 5, 6, 8, 11; "Rank-local host events")
  *   hold_blocks.c          the per-communicator engine's side: before a call, joining, a held call,
  *                          a released block (rules 1, 7, 8)
  *   hold_special_events.c  interprocess events, graph event nodes, context-wide records and waits,
- *                          EXTERNAL records and waits ("Interprocess events"; "The entry points of
- *                          issue 37, item 3")
+ *                          EXTERNAL records and waits ("Interprocess events"; "Events ordered
+ *                          out of the engine's sight")
  *   hold_event_set.c       a set of event handles: the interprocess events and the graph events
  *                          (the same two sections)
  *   hold_trap.c            the trap that stops a context whose held block was dropped ("A dropped

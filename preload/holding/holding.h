@@ -126,7 +126,7 @@ static inline void prophet_hold_event_destroying(CUevent e)
 /* cuIpcGetEventHandle(e), before the driver: a virtual last record of e (its creation with the
  * flag was not seen) is made real first, with one WARN. */
 void prophet_hold_ipc_export(CUevent e);
-/* ---- issue 37, item 3 (docs/completion-holding.md, the entry point table) ---------------------
+/* ---- events ordered out of the engine's sight (docs/completion-holding.md) ------------------
  * e's record made real: the blocks it is behind are released at this program-order point (by
  * their issuing thread; another thread waits), then it is issued (a context-wide wait on it,
  * cuCtxWaitEvent / cuGreenCtxWaitEvent, or an EXTERNAL wait, then sees a real record). */
