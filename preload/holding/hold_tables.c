@@ -3,8 +3,9 @@
  * communicator table (any number of communicators), the dependency sets (any size), the pool of
  * the engine's own events (shadows), the stream table (the default streams normalised; the legacy
  * stream's implicit synchronisation: rule 11), the record table (virtual records, and real ones
- * that carry a taint), arming (prophet_hold_armed_) and the fork guard ("Process and scale limits": fork,
- * any number of communicators, dependency sets of any size). Types and lock: hold_tables.h. */
+ * that carry a taint), arming (prophet_hold_armed_) and the fork guard ("Process and scale
+ * limits": fork, any number of communicators, dependency sets of any size, streams forgotten with
+ * their stream). Types and lock: hold_tables.h. */
 #include "holding/hold_tables.h"
 
 #include <stdlib.h>
