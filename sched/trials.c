@@ -275,12 +275,12 @@ static double time_baseline(const prophet_trials_t *t)
  * PROPHET_TRIAL_DRIFT_PROFILE and its share as far (m: the median of the last samples now): a span
  * that lengthened with the iteration is the host's (or the job's compute, slower all through), and
  * the drift is the iteration time's, for a re-time. In the soak (test/e2e/soak_trials.py) the
- * emulated GPU's compute is CPU time, so a span read in a burst of load was 25-50% longer, as was the iteration, and a full
- * round of four candidates kept the incumbent (6.7% of 2,000 iterations on trials). A slower link
- * leaves the span as it was; a job whose shape changed moves it out of step with its iteration.
- * The profile drifted when two readings in a row are out of step (one alone: pending): on a
- * loaded host one reading is off by 25% now and then (read at the edge of a burst, or beside
- * other jobs), the next one not. */
+ * emulated GPU's compute is CPU time, so a span read in a burst of load was 25-50% longer, as was
+ * the iteration, and a full round of four candidates kept the incumbent (6.7% of 2,000 iterations
+ * on trials). A slower link leaves the span as it was; a job whose shape changed moves it out of
+ * step with its iteration. The profile drifted when two readings in a row are out of step (one
+ * alone: pending): on a loaded host one reading is off by 25% now and then (read at the edge of a
+ * burst, or beside other jobs), the next one not. */
 static void profile_read(prophet_trials_t *t, double backward_us, double m)
 {
     const uint32_t nb = PROPHET_TRIAL_PROFILE_BASE;

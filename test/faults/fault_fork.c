@@ -125,8 +125,8 @@ static int rank_main(int rank, int nranks, const ncclUniqueId *ids, void *arg)
         for (int k = 0; k < K; k++) {
             if (fault_fill(rank, k, it, buf[k], h, count_of(k)))
                 return 1;
-            FAULT_NCCL(rank, ncclAllReduce((void *)buf[k], (void *)buf[k], count_of(k),
-                                           ncclFloat32, ncclSum, comm, s));
+            FAULT_NCCL(rank, ncclAllReduce((void *)buf[k], (void *)buf[k], count_of(k), ncclFloat32,
+                                           ncclSum, comm, s));
             emu_held_note(&held);
             if (it == FORK_AT && k == K / 2) {
                 at_fork = emu_held_now(&held);

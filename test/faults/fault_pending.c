@@ -31,8 +31,8 @@ static size_t count_of(int k)
     return BASE_COUNT + (size_t)k * 129;
 }
 
-static int iteration(int rank, int nranks, struct emu_held_count *held, CUstream s, CUdeviceptr *buf,
-                     float *h, int iter, int ncalls)
+static int iteration(int rank, int nranks, struct emu_held_count *held, CUstream s,
+                     CUdeviceptr *buf, float *h, int iter, int ncalls)
 {
     ncclComm_t comm = held->comm;
 

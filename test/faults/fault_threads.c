@@ -113,8 +113,8 @@ int main(int argc, char **argv)
     int n;
 
     p.need_held = argc == 5 && !strcmp(argv[4], "held");
-    if (argc < 4 || argc > 5 || (argc == 5 && !p.need_held) || (n = atoi(argv[1])) < 2 ||
-        n > 16 || (p.ncomms = atoi(argv[2])) < 1 || p.ncomms > FAULT_MAX_IDS ||
+    if (argc < 4 || argc > 5 || (argc == 5 && !p.need_held) || (n = atoi(argv[1])) < 2 || n > 16 ||
+        (p.ncomms = atoi(argv[2])) < 1 || p.ncomms > FAULT_MAX_IDS ||
         (p.iters = atoi(argv[3])) < 1) {
         fprintf(stderr, "usage: fault_threads NRANKS(2..16) NCOMMS(1..%d) ITERS [held]\n",
                 FAULT_MAX_IDS);

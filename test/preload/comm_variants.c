@@ -3,7 +3,8 @@
  * Each iteration all-reduces K buffers on A, then K on B, on one stream, then one on N (values
  * written at the iteration's start); a host function after the iteration's last call checks every
  * buffer. (A and B interleaved call by call cannot share blocks: each call is ordered after the
- * other communicator's previous call, so its open block is released first.) Usage: preload-comm-variants [ITERS] */
+ * other communicator's previous call, so its open block is released first.) Usage:
+ * preload-comm-variants [ITERS] */
 #include "emu_nccl_hooks.h"
 #include "pt_check.h"
 

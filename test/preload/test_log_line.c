@@ -1,6 +1,6 @@
-/* prophet_msg (preload/debug_log/log_line.h): the level is tested before any argument is evaluated; a line
- * reads "prophet: HOST:PID [RANK] LEVEL text" (NCCL's "host:pid:tid [rank]"), "[RANK]" once a
- * rank was given, a WARN line also "[file.c:N]"; PROPHET_DEBUG_FILE ("%h", "%p") takes the lines
+/* prophet_msg (preload/debug_log/log_line.h): the level is tested before any argument is evaluated;
+ * a line reads "prophet: HOST:PID [RANK] LEVEL text" (NCCL's "host:pid:tid [rank]"), "[RANK]" once
+ * a rank was given, a WARN line also "[file.c:N]"; PROPHET_DEBUG_FILE ("%h", "%p") takes the lines
  * instead of stderr, and one that cannot be opened gives one WARN on stderr and stderr. Links
  * preload/debug_log/log_line.c alone, with its own prophet_cfg. */
 #include <fcntl.h>

@@ -30,9 +30,9 @@ enum emu_consumer_kind {
 enum emu_local_kind { EMU_LOCAL_FREE = 0, EMU_LOCAL_CTX_SYNC };
 struct emu_local_event {
     enum emu_local_kind kind;
-    long grad;  /* after the all-reduce that covers this gradient (backward order) */
-    int rank;   /* the rank that makes it; -1: every rank */
-    int every;  /* in every K-th iteration */
+    long grad; /* after the all-reduce that covers this gradient (backward order) */
+    int rank;  /* the rank that makes it; -1: every rank */
+    int every; /* in every K-th iteration */
 };
 #define EMU_MAX_EXTRA_STREAMS 32
 

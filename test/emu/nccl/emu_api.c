@@ -942,8 +942,8 @@ EMU_ALIAS(ncclAllReduce);
  * every collective (a kernel launch through the driver's cuGetProcAddress table). A test calls it
  * through dlsym: an entry point the interposer does not know must stay exact behind held calls. */
 EMU_API ncclResult_t pncclAllReduceFuture(const void *sendbuff, void *recvbuff, size_t count,
-                                          ncclDataType_t datatype, ncclRedOp_t op,
-                                          ncclComm_t comm, cudaStream_t stream)
+                                          ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                          cudaStream_t stream)
 {
     return enqueue(
         EMU_OP(EMU_OP_ALLREDUCE, sendbuff, recvbuff, count, datatype, op, 0, comm, stream));

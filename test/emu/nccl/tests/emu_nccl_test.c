@@ -1254,12 +1254,13 @@ int main(int argc, char **argv)
         int bad;
         fails = run_ranks(n, 1, "group_mismatch", 20, &err, &elapsed);
         printf("group_mismatch: %d ranks finished in %.3f s\n", n, elapsed);
-        bad = fails || !strstr(err, "collective mismatch on comm 0x") ||
-              !strstr(err, "(in a group)");
+        bad =
+            fails || !strstr(err, "collective mismatch on comm 0x") || !strstr(err, "(in a group)");
         free(err);
         if (bad)
-            fprintf(stderr, "FAIL: %d ranks did not see the error, or no mismatch line names the "
-                            "group\n",
+            fprintf(stderr,
+                    "FAIL: %d ranks did not see the error, or no mismatch line names the "
+                    "group\n",
                     fails);
         return bad;
     }
