@@ -363,24 +363,28 @@ static int prophet_abort_drain(prophet_comm_t *c)
     return done;
 }
 
-/* Abort/Revoke (`what`) with held calls: issued if they can be, else dropped, as said above. */
-static void prophet_comm_abort_pending(prophet_comm_t *c, const char *what, int freed);
+/* Abort/Revoke (`what`) with held calls: issued if they can be, else dropped, as said above.
+ * nccl_done: the real Abort/Revoke already ran (the handle is not to be asked anything). */
+static void prophet_comm_abort_pending(prophet_comm_t *c, const char *what, int freed,
+                                       int nccl_done);
 
 /* The same, in the comm's context: Abort often comes from another thread than the calls
  * (PyTorch's watchdog), one with no current context, where the preload's events could not be
  * made. The thread's context is put back after. */
-static void prophet_comm_abort_pending_in_ctx(prophet_comm_t *c, const char *what, int freed)
+static void prophet_comm_abort_pending_in_ctx(prophet_comm_t *c, const char *what, int freed,
+                                              int nccl_done)
 {
     CUcontext prev = NULL;
     int switched = c->gpu.ctx && prophet_cu.CtxGetCurrent(&prev) == CUDA_SUCCESS &&
                    prev != c->gpu.ctx && prophet_cu.CtxSetCurrent(c->gpu.ctx) == CUDA_SUCCESS;
 
-    prophet_comm_abort_pending(c, what, freed);
+    prophet_comm_abort_pending(c, what, freed, nccl_done);
     if (switched)
         prophet_cu.CtxSetCurrent(prev);
 }
 
-static void prophet_comm_abort_pending(prophet_comm_t *c, const char *what, int freed)
+static void prophet_comm_abort_pending(prophet_comm_t *c, const char *what, int freed,
+                                       int nccl_done)
 {
     uint32_t n = c->blocks.pending.n;
     ncclResult_t nerr;
@@ -388,7 +392,7 @@ static void prophet_comm_abort_pending(prophet_comm_t *c, const char *what, int 
 
     if (n == 0)
         return;
-    nerr = prophet_comm_nccl_error(c);
+    nerr = nccl_done ? ncclSystemError : prophet_comm_nccl_error(c);
     if (nerr == ncclSuccess && c->error == ncclSuccess) {
         prophet_release_pending_shut(c, &gate_left);
         if (!gate_left) {
@@ -433,34 +437,96 @@ static void prophet_comm_abort_pending(prophet_comm_t *c, const char *what, int 
     prophet_dropped_note(c, c->error, freed);
 }
 
-void prophet_comm_retire(prophet_comm_t *c, int how)
+/* The end of a retirement, comm lock held: marks the comm dead, its summary and log. */
+static void prophet_comm_retired(prophet_comm_t *c)
 {
-    prophet_hold_enter();
-    pthread_mutex_lock(&c->lock);
-    if (!atomic_load(&c->alive))
-        goto out;
-    if (how == PROPHET_RETIRE_DESTROY) {
-        prophet_release_pending(c);
-        /* destroy/finalize is a host-blocking point anyway: let X finish before NCCL tears the
-         * comm down (X waits only for ready events of calls already made) */
-        if (c->gpu.x) {
-            CUstreamCaptureMode mode = prophet_capture_relax(); /* cuda_driver.h */
-            prophet_cu.StreamSynchronize(c->gpu.x);
-            prophet_capture_restore(mode);
-        }
-        prophet_poller_collect(c); /* completed records into the log before it closes */
-    } else {
-        prophet_comm_abort_pending_in_ctx(
-            c, how == PROPHET_RETIRE_ABORT ? "ncclCommAbort" : "ncclCommRevoke",
-            how == PROPHET_RETIRE_ABORT);
-    }
     atomic_store(&c->alive, 0);
     prophet_comm_summary(c, prophet_poller_busy_hz());
     prophet_logb_close(c);
     /* the learner, engine and net model are not needed any more; X and the events are released
      * by the poller (prophet_comm_gpu_release) once every launched block has completed */
     prophet_comm_free_models(c);
+}
+
+/* Takes the comm lock within PROPHET_ABORT_LOCK_MS: 0, or -1 when another thread kept it (it
+ * waits inside NCCL, on a dead peer, for what only an abort ends). */
+#define PROPHET_ABORT_LOCK_MS 1000
+static int prophet_comm_lock_bounded(prophet_comm_t *c)
+{
+    struct timespec until;
+
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += PROPHET_ABORT_LOCK_MS / 1000;
+    until.tv_nsec += (long)(PROPHET_ABORT_LOCK_MS % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    return pthread_mutex_timedlock(&c->lock, &until) == 0 ? 0 : -1;
+}
+
+int prophet_comm_retire(prophet_comm_t *c, int how)
+{
+    CUstream x = NULL;
+    int rc = 0;
+
+    prophet_hold_enter();
+    if (how != PROPHET_RETIRE_DESTROY) {
+        if (prophet_comm_lock_bounded(c) != 0) {
+            prophet_msg(PROPHET_LOG_WARN,
+                        "comm %lu: %s: another thread has held the communicator for %d ms (inside "
+                        "NCCL, waiting for a peer): NCCL's %s runs first, then what the preload "
+                        "holds is dropped",
+                        (unsigned long)c->id,
+                        how == PROPHET_RETIRE_ABORT ? "ncclCommAbort" : "ncclCommRevoke",
+                        PROPHET_ABORT_LOCK_MS, how == PROPHET_RETIRE_ABORT ? "abort" : "revoke");
+            prophet_hold_leave();
+            return PROPHET_RETIRE_BUSY;
+        }
+    } else {
+        pthread_mutex_lock(&c->lock);
+    }
+    if (!atomic_load(&c->alive))
+        goto out;
+    if (how == PROPHET_RETIRE_DESTROY) {
+        prophet_release_pending(c);
+        x = c->gpu.x;
+    } else {
+        prophet_comm_abort_pending_in_ctx(
+            c, how == PROPHET_RETIRE_ABORT ? "ncclCommAbort" : "ncclCommRevoke",
+            how == PROPHET_RETIRE_ABORT, 0);
+        prophet_comm_retired(c);
+    }
 out:
+    pthread_mutex_unlock(&c->lock);
+    if (x) {
+        /* destroy/finalize is a host-blocking point anyway: let X finish before NCCL tears the
+         * comm down (X waits only for ready events of calls already made). Not under the comm
+         * lock: a block that never ends (a dead peer) must leave a watchdog's Abort free to run */
+        CUstreamCaptureMode mode = prophet_capture_relax(); /* cuda_driver.h */
+        prophet_cu.StreamSynchronize(x);
+        prophet_capture_restore(mode);
+        pthread_mutex_lock(&c->lock);
+        if (atomic_load(&c->alive)) {
+            prophet_poller_collect(c); /* completed records into the log before it closes */
+            prophet_comm_retired(c);
+        }
+        pthread_mutex_unlock(&c->lock);
+    }
+    prophet_hold_leave();
+    return rc;
+}
+
+void prophet_comm_retire_after(prophet_comm_t *c, int how)
+{
+    prophet_hold_enter();
+    pthread_mutex_lock(&c->lock);
+    if (atomic_load(&c->alive)) {
+        prophet_comm_abort_pending_in_ctx(
+            c, how == PROPHET_RETIRE_ABORT ? "ncclCommAbort" : "ncclCommRevoke",
+            how == PROPHET_RETIRE_ABORT, 1);
+        prophet_comm_retired(c);
+    }
     pthread_mutex_unlock(&c->lock);
     prophet_hold_leave();
 }

@@ -110,12 +110,14 @@ PROPHET_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksLis
     return rc;
 }
 
-static void prophet_retire_handle(ncclComm_t comm, int how)
+static prophet_comm_t *prophet_retire_handle(ncclComm_t comm, int how)
 {
     prophet_comm_t *c;
 
-    if (prophet_active() && (c = prophet_comm_find(comm)) != NULL)
-        prophet_comm_retire(c, how);
+    if (prophet_active() && (c = prophet_comm_find(comm)) != NULL &&
+        prophet_comm_retire(c, how) == PROPHET_RETIRE_BUSY)
+        return c; /* the real call goes first (comm_life.h) */
+    return NULL;
 }
 
 PROPHET_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm)
@@ -132,14 +134,22 @@ PROPHET_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm)
 
 PROPHET_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm)
 {
-    prophet_retire_handle(comm, PROPHET_RETIRE_ABORT);
-    return PROPHET_REAL(CommAbort, comm);
+    prophet_comm_t *busy = prophet_retire_handle(comm, PROPHET_RETIRE_ABORT);
+    ncclResult_t rc = PROPHET_REAL(CommAbort, comm);
+
+    if (busy)
+        prophet_comm_retire_after(busy, PROPHET_RETIRE_ABORT);
+    return rc;
 }
 
 PROPHET_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags)
 {
-    prophet_retire_handle(comm, PROPHET_RETIRE_REVOKE);
-    return PROPHET_REAL(CommRevoke, comm, revokeFlags);
+    prophet_comm_t *busy = prophet_retire_handle(comm, PROPHET_RETIRE_REVOKE);
+    ncclResult_t rc = PROPHET_REAL(CommRevoke, comm, revokeFlags);
+
+    if (busy)
+        prophet_comm_retire_after(busy, PROPHET_RETIRE_REVOKE);
+    return rc;
 }
 
 /* NCCL's answer, unless the preload has a sticky error of its own for the comm (a local failure,
