@@ -26,9 +26,15 @@
  *                        times call 0's sum. (It reaches NCCL ahead of a held call 0, which the
  *                        preload cannot reorder: the preload holds nothing on such an NCCL, and
  *                        the run hung when it held.)
+ *   hold-local streams   one comm, two calls an iteration; 20,000 streams created, then all
+ *                        destroyed, in
+ *                        iteration 10 (nothing held yet) and again between call 0 (held) and call
+ *                        1 in iteration 50: the heap in use must grow by less than 1 MiB each time
+ *                        (the preload once kept an entry per stream ever made).
  * Prints "rank R: SCENARIO: ITERS iterations exact, N reads behind held calls"; exit 0 when every
  * rank passed. */
 #include <dlfcn.h>
+#include <malloc.h>
 #include <string.h>
 #include <time.h>
 
@@ -197,6 +203,63 @@ static int gatefail(int rank, int nranks, ncclComm_t comm, long *behind)
     return 0;
 }
 
+/* Creates n streams, then destroys them all (n distinct handles); the growth of the heap in use,
+ * bytes. */
+static long churn_streams(int n)
+{
+    struct mallinfo2 before = mallinfo2(), after;
+    CUstream *t = calloc((size_t)n, sizeof(*t));
+
+    if (!t)
+        return -1;
+    for (int i = 0; i < n; i++)
+        PT_CU(cuStreamCreate(&t[i], CU_STREAM_NON_BLOCKING));
+    for (int i = 0; i < n; i++)
+        PT_CU(cuStreamDestroy(t[i]));
+    free(t);
+    after = mallinfo2();
+    return (long)after.uordblks - (long)before.uordblks;
+}
+
+static int streams(int rank, int nranks, ncclComm_t comm, long *behind)
+{
+    CUstream s;
+    CUdeviceptr buf[2];
+    struct emu_held_count h = {.comm = comm};
+
+    PT_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    for (int k = 0; k < 2; k++)
+        PT_CU(cuMemAlloc(&buf[k], COUNT * sizeof(float)));
+    for (int it = 0; it < ITERS; it++) {
+        long grew = 0;
+        for (int k = 0; k < 2; k++)
+            pt_fill(buf[k], value_of(rank, 0, k, it), count_of(k), s);
+        if (it == 10)
+            grew = churn_streams(20000);
+        if (reduce(rank, comm, buf[0], 0, s, &h))
+            return 1;
+        if (it == 50) {
+            if (emu_held_now(&h) > 0)
+                (*behind)++;
+            grew = churn_streams(20000);
+        }
+        if (grew > (1L << 20))
+            FAIL("streams: iteration %d: 20000 streams made and destroyed left %ld bytes on the "
+                 "heap",
+                 it, grew);
+        if (reduce(rank, comm, buf[1], 1, s, &h))
+            return 1;
+        PT_CU(cuStreamSynchronize(s));
+        for (int k = 0; k < 2; k++) {
+            const float *p = (const float *)(uintptr_t)buf[k];
+            for (size_t i = 0; i < count_of(k); i++)
+                if (p[i] != sum_of(nranks, 0, k, it))
+                    FAIL("streams: iteration %d call %d element %zu: %g", it, k, i, (double)p[i]);
+        }
+    }
+    return 0;
+}
+
 typedef ncclResult_t (*allreduce_fn)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
                                      ncclComm_t, cudaStream_t);
 
@@ -255,6 +318,8 @@ static int rank_main(int rank, int nranks, const ncclUniqueId *id)
         rc = twocomm(rank, nranks, comm, &behind);
     else if (!strcmp(g_scenario, "gatefail"))
         rc = gatefail(rank, nranks, comm, &behind);
+    else if (!strcmp(g_scenario, "streams"))
+        rc = streams(rank, nranks, comm, &behind);
     else
         rc = newcoll(rank, nranks, comm, &behind);
     if (rc)
@@ -272,8 +337,8 @@ int main(int argc, char **argv)
 {
     g_scenario = argc > 1 ? argv[1] : "";
     if (strcmp(g_scenario, "twocomm") && strcmp(g_scenario, "gatefail") &&
-        strcmp(g_scenario, "newcoll")) {
-        fprintf(stderr, "usage: hold-local twocomm|gatefail|newcoll\n");
+        strcmp(g_scenario, "newcoll") && strcmp(g_scenario, "streams")) {
+        fprintf(stderr, "usage: hold-local twocomm|gatefail|newcoll|streams\n");
         return 2;
     }
     return pt_run_ranks(2, rank_main);
