@@ -77,13 +77,7 @@
 #define COUNT 256 /* call 0; call 1 has COUNT - 64 elements */
 #define MAXCOMM 128
 
-#define FAIL(...)                                                                                  \
-    do {                                                                                           \
-        fprintf(stderr, "FAIL rank %d: ", rank);                                                   \
-        fprintf(stderr, __VA_ARGS__);                                                              \
-        fprintf(stderr, "\n");                                                                     \
-        return 1;                                                                                  \
-    } while (0)
+#define FAIL PT_FAIL
 
 static int g_ncomm, g_blocking;
 static const char *g_scenario;

@@ -44,13 +44,7 @@
 #define ITERS 60
 #define COUNT 512
 
-#define FAIL(...)                                                                                  \
-    do {                                                                                           \
-        fprintf(stderr, "FAIL rank %d: ", rank);                                                   \
-        fprintf(stderr, __VA_ARGS__);                                                              \
-        fprintf(stderr, "\n");                                                                     \
-        return 1;                                                                                  \
-    } while (0)
+#define FAIL PT_FAIL
 
 static const char *g_scenario;
 

@@ -31,13 +31,7 @@
 #define HOLD_FROM 26 /* holding starts after the learned iteration survived 16 starts (~20) */
 #define M 96         /* elements of the other collectives' buffers */
 
-#define FAIL(...)                                                                                  \
-    do {                                                                                           \
-        fprintf(stderr, "FAIL rank %d: ", rank);                                                   \
-        fprintf(stderr, __VA_ARGS__);                                                              \
-        fprintf(stderr, "\n");                                                                     \
-        return 1;                                                                                  \
-    } while (0)
+#define FAIL PT_FAIL
 
 static size_t count_of(int k)
 {

@@ -27,6 +27,15 @@
         }                                                                                          \
     } while (0)
 
+/* One line 'FAIL rank R: ...' on stderr, and the caller returns 1 (a `rank` must be in scope). */
+#define PT_FAIL(...)                                                                               \
+    do {                                                                                           \
+        fprintf(stderr, "FAIL rank %d: ", rank);                                                   \
+        fprintf(stderr, __VA_ARGS__);                                                              \
+        fprintf(stderr, "\n");                                                                     \
+        return 1;                                                                                  \
+    } while (0)
+
 /* cuInit, the primary context of device rank % count made current, the comm. */
 static inline void pt_rank_setup(int rank, int nranks, const ncclUniqueId *id, CUcontext *ctx,
                                  ncclComm_t *comm)
