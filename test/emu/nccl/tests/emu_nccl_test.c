@@ -1206,8 +1206,10 @@ int main(int argc, char **argv)
             fprintf(stderr, "FAIL: %d ranks did not see the error\n", fails);
             return 1;
         }
-        if (elapsed > 5.0) {
-            fprintf(stderr, "FAIL: took %.3f s (> 5 s)\n", elapsed);
+        /* found by the exchange of call descriptors, not by the 30 s timeout
+         * (EMU_NCCL_TIMEOUT_MS): half of that leaves room for TSan ranks on a loaded host */
+        if (elapsed > 15.0) {
+            fprintf(stderr, "FAIL: took %.3f s (> 15 s: the timeout's path?)\n", elapsed);
             return 1;
         }
         bad = !strstr(err, "collective mismatch on comm 0x") ||
