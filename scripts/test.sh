@@ -105,8 +105,9 @@ repeat_suites() {
     for dir in "${dirs[@]}"; do
       local sel=(-L sanitize) log=$dir.repeat$i.log t0=$SECONDS
       [ "$dir" = build ] && sel=(-R '^(emu|emu_cuda|emu_cudart|emu_nccl)[.]')
-      (cd "$dir" && ctest -j"$jobs" "${label_args[@]}" "${sel[@]}") >"$log" 2>&1 || st=1
-      # the ctest summary line of this run, and its failed tests ("  12 - NAME (Failed)")
+      (cd "$dir" && ctest --output-on-failure -j"$jobs" "${label_args[@]}" "${sel[@]}") >"$log" 2>&1 || st=1
+      # the ctest summary line of this run, and its failed tests ("  12 - NAME (Failed)"); the
+      # failures' output is in $log
       echo "=== repeat $i/$repeat $dir: $(grep -E 'tests passed, [0-9]+ tests failed' "$log" |
         tail -1) ($((SECONDS - t0)) s)"
       while read -r name; do
