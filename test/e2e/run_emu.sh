@@ -34,10 +34,36 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs="$envs $1"; shift; done
 [ $# -gt 0 ] && shift
 out=$(mktemp) || exit 1
 logs=$(mktemp -d) || exit 1
-# A test's own pin dir for the shared eBPF probe (PROPHET_BWMON_PIN=/sys/fs/bpf/prophet-e2e-*):
-# prophet-emu's ranks end with _exit(), which skips the owner's unpinning at exit.
-pin=$(echo "$envs" | sed -n 's/.*PROPHET_BWMON_PIN=\(\/sys\/fs\/bpf\/prophet-e2e-[^ ]*\).*/\1/p')
-trap 'rm -rf "$out" "$logs"; [ -z "$pin" ] || rm -rf "$pin"' EXIT
+# E2E_OWN_BPFFS=1 (among the VAR=VALUE): the job's eBPF pin dir (PROPHET_BWMON_PIN) is a bpffs
+# of its own, mounted for this run on a fresh directory, so that the shared probe's owner, its pins
+# and its lock file (/dev/shm, named after the pin dir: prophet_bw_shm_name) belong to this job
+# alone, whether or not /sys/fs/bpf is mounted and whatever other preloaded job runs on the host
+# (a fixed /sys/fs/bpf/prophet-e2e-* dir needed a bpffs that only some other test mounted, and was
+# the same dir for every build tree of the host). Unmounted at exit: prophet-emu's ranks end with
+# _exit(), which skips the owner's unpinning. No bpffs to be had: exit 77 (skipped).
+pin="" lock=""
+cleanup() {
+    rm -rf "$out" "$logs"
+    if [ -n "$pin" ]; then
+        umount "$pin" 2>/dev/null || umount -l "$pin" 2>/dev/null
+        rmdir "$pin" 2>/dev/null
+        rm -f "$lock"
+    fi
+}
+trap cleanup EXIT
+case " $envs " in
+*" E2E_OWN_BPFFS=1 "*)
+    pin=$(mktemp -d /tmp/prophet-e2e-bpffs.XXXXXX) || exit 1
+    if ! mount -t bpf bpf "$pin" 2>"$out"; then
+        echo "SKIP: cannot mount a bpffs on $pin for the job's own pin dir: $(cat "$out")"
+        rmdir "$pin"; pin=""; exit 77
+    fi
+    lock=$(python3 -c 'import sys
+h = 2166136261
+for c in sys.argv[1].encode(): h = ((h ^ c) * 16777619) & 0xffffffff
+print("/dev/shm/prophet-bw-%08x.ranks" % h)' "$pin")
+    envs="$envs PROPHET_BWMON_PIN=$pin" ;;
+esac
 # E2E_PRELOAD_PREFIX: a sanitizer runtime that must come first (CMake sets it in those builds)
 # shellcheck disable=SC2086
 env LD_LIBRARY_PATH="$build/lib/emu" LD_PRELOAD="${E2E_PRELOAD_PREFIX:+$E2E_PRELOAD_PREFIX }$build/lib/libprophet.so" \

@@ -11,8 +11,9 @@
 extern "C" {
 #endif
 
-/* An emulated kernel: runs fn(arg) (fn may be NULL) on the stream's thread, in stream order, and
- * takes at least duration_ns in total (the rest is slept, never spun). */
+/* An emulated kernel: runs fn(arg) (fn may be NULL) on the stream's thread, in stream order, then
+ * sleeps (never spins) duration_ns more: the kernel ends at least duration_ns after fn returned,
+ * so anything fn stamps lies at least duration_ns before the kernel's end. */
 CUresult emuLaunchKernel(CUstream s, uint64_t duration_ns, void (*fn)(void *), void *arg);
 
 /* Fault injection (EMU_FAULT, emu_fault.c): 1 if this call of entry point `name` is to fail,

@@ -82,14 +82,15 @@ void emu_op_run(struct emu_op *op)
     case EMU_OP_CALLBACK:
         op->u.cb.fn(op->u.cb.handle, CUDA_SUCCESS, op->u.cb.arg);
         break;
-    case EMU_OP_KERNEL: {
-        uint64_t end = emu_now_ns() + op->u.kernel.ns;
+    case EMU_OP_KERNEL:
+        /* The modelled span starts once fn has returned, so everything fn did or observed lies
+         * at least ns before the kernel ends and before any event recorded after it fires
+         * (fn's own time, long under a sanitizer, is not taken out of ns). */
         if (op->u.kernel.fn)
             op->u.kernel.fn(op->u.kernel.arg);
-        if (emu_now_ns() < end)
-            emu_sleep_until_ns(end);
+        if (op->u.kernel.ns)
+            emu_sleep_until_ns(emu_now_ns() + op->u.kernel.ns);
         break;
-    }
     case EMU_OP_LAUNCH:
         op->u.launch.fn(op->u.launch.params);
         break;

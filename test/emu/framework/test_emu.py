@@ -371,8 +371,10 @@ def case_mismatch(emu, profile, mode):
     err = p.stderr.lower()
     if p.returncode != 1:
         fail("exit %d, expected 1; stderr: %s" % (p.returncode, p.stderr))
-    if dt > 10:
-        fail("took %.1f s to fail" % dt)
+    # found by the emulated NCCL's call check, not by --timeout 50: half of it leaves room for a
+    # loaded host
+    if dt > 25:
+        fail("took %.1f s to fail (the timeout's path?)" % dt)
     if "broadcast" not in err or "allreduce" not in err.replace("_", "").replace("-", ""):
         fail("stderr does not name both collectives: %s" % p.stderr)
     print("ok: mismatch (%s) failed in %.2f s" % (mode, dt))

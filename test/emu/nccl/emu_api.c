@@ -557,6 +557,26 @@ EMU_ALIAS(ncclRedOpDestroy);
 
 /* ---- stream work ---------------------------------------------------------------------- */
 
+/* comm->launched: link and unlink a non-captured work (c->mu held). */
+static void launched_link(struct emu_comm *c, struct emu_work *w)
+{
+    w->launched_prev = NULL;
+    w->launched_next = c->launched;
+    if (c->launched)
+        c->launched->launched_prev = w;
+    c->launched = w;
+}
+
+static void launched_unlink(struct emu_comm *c, struct emu_work *w)
+{
+    if (w->launched_prev)
+        w->launched_prev->launched_next = w->launched_next;
+    else
+        c->launched = w->launched_next;
+    if (w->launched_next)
+        w->launched_next->launched_prev = w->launched_prev;
+}
+
 static void work_host_fn(void *arg)
 {
     struct emu_work *w = arg;
@@ -580,6 +600,8 @@ static void work_host_fn(void *arg)
     pthread_mutex_lock(&c->mu);
     c->now_serving++;
     c->pending--;
+    if (!w->captured)
+        launched_unlink(c, w);
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
     if (!w->captured) {
@@ -620,6 +642,7 @@ static ncclResult_t launch_comm(struct emu_comm *c, const struct emu_op *ops, in
         w->ticket = c->next_ticket++;
         c->pending++;
         c->refs++;
+        launched_link(c, w);
     }
     pthread_mutex_unlock(&c->mu);
     if (emu_cudrv_launch(s, work_host_fn, w) != CUDA_SUCCESS) {
@@ -632,6 +655,7 @@ static ncclResult_t launch_comm(struct emu_comm *c, const struct emu_op *ops, in
         if (!w->captured) {
             pthread_mutex_lock(&c->mu);
             c->pending--;
+            launched_unlink(c, w);
             pthread_cond_broadcast(&c->cv);
             pthread_mutex_unlock(&c->mu);
             free(w->ops);

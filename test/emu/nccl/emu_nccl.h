@@ -110,6 +110,10 @@ struct emu_comm {
     atomic_ullong broadcast_calls; /* ncclBroadcast and ncclBcast calls, the same way */
     struct emu_premul premul[EMU_MAX_PREMUL]; /* under mu */
     struct emu_work *captured;                /* work recorded into graphs, freed at destroy */
+    /* stream work launched and not yet run, under mu: the comm holds it until its host function
+     * frees it; a context that traps first never runs it (emu_cuda drops the ops of a stopped
+     * context), and it stays reachable here rather than lost (LeakSanitizer) */
+    struct emu_work *launched;
 
     /* used by the non-blocking init thread */
     struct emu_id id;
@@ -122,7 +126,8 @@ struct emu_work {
     int nops;
     int captured;
     uint64_t ticket;
-    struct emu_work *next; /* in comm->captured */
+    struct emu_work *next;                          /* in comm->captured */
+    struct emu_work *launched_prev, *launched_next; /* in comm->launched */
 };
 
 /* emu_env.c */

@@ -36,7 +36,10 @@ int main(void)
     struct stamp sa = {0}, sb = {0};
     uint32_t *gate = test_gate_new();
     test_gate_close(a, gate);
-    OK(emuLaunchKernel(a, 30000000ull, take_stamp, &sa)); /* stamp at the start, ends 30 ms later */
+    /* the kernel ends at least 30 ms after take_stamp returned (emu_cuda.h), so the event recorded
+     * after it fires, and b's host function stamps, at least 30 ms after sa.ns: a bound the model
+     * guarantees however long the stamp itself takes (TSan) */
+    OK(emuLaunchKernel(a, 30000000ull, take_stamp, &sa));
     OK(cuEventRecord(ev, a));
     OK(cuStreamWaitEvent(b, ev, 0));
     OK(cuLaunchHostFunc(b, take_stamp, &sb));

@@ -37,7 +37,9 @@ int main(void)
         printf("kernel %.1f ms: elapsed %.3f ms (host %.3f ms)\n", want, ms,
                (double)(t1 - t0) / 1e6);
         CHECK(ms >= want * 0.999);
-        CHECK(ms < want + 250.0); /* sleeps on 2 shared cores: only a sanity bound */
+        /* The model bounds a kernel from below only (it sleeps, and a loaded host wakes it
+         * late: 8 TSan ranks on 2 cores); the upper bound only catches a unit slip (x1000) */
+        CHECK(ms < want + 1000.0);
         CHECK((double)(t1 - t0) / 1e6 >= want);
         OK(cuEventElapsedTime(&ms, b, a));
         CHECK(ms <= -want * 0.999);

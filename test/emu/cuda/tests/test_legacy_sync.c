@@ -23,10 +23,16 @@ int main(void)
     OK(cuStreamCreate(&nonblocking, CU_STREAM_NON_BLOCKING));
     uint32_t *gate = test_gate_new();
 
-    /* legacy work waits for earlier work on a blocking stream */
+    /* legacy work waits for earlier work on a blocking stream. What ran is checked by
+     * synchronising what must not wait (the legacy stream, legacy sync off), never by a sleep
+     * that assumes a stream thread ran within it (a loaded host: 20 ms were not enough); a sleep
+     * stays only before a check that nothing ran past a closed gate. */
     test_gate_close(blocking, gate);
     OK(cuLaunchHostFunc(NULL, mark, NULL));
-    test_sleep_ms(20);
+    if (sync)
+        test_sleep_ms(20);
+    else
+        OK(cuStreamSynchronize(NULL));
     CHECK(atomic_load(&ran) == (sync ? 0 : 1));
     test_gate_open(gate);
     OK(cuStreamSynchronize(NULL));
@@ -39,7 +45,10 @@ int main(void)
     OK(cuStreamSynchronize(nonblocking));
     OK(cuLaunchHostFunc(nonblocking, mark, NULL));
     OK(cuStreamSynchronize(nonblocking));
-    test_sleep_ms(20);
+    if (sync)
+        test_sleep_ms(20);
+    else
+        OK(cuStreamSynchronize(blocking));
     CHECK(atomic_load(&ran) == (sync ? 1 : 2));
     test_gate_open(gate);
     OK(cuStreamSynchronize(blocking));

@@ -25,7 +25,13 @@ int main(int argc, char **argv)
     OK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
     test_gate_close(a, g);
     OK(cuLaunchHostFunc(b, mark_ran, NULL));
-    test_sleep_ms(30);
+    /* many queues: B's work runs while A's gate is closed, shown by synchronising B (not by
+     * assuming B's thread ran within a sleep: a loaded host); one queue: nothing ran past the
+     * gate, after a sleep that could only let it */
+    if (one)
+        test_sleep_ms(30);
+    else
+        OK(cuStreamSynchronize(b));
     CHECK(atomic_load(&ran) == !one);
     CHECK_CU(cuStreamQuery(b), one ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS);
     test_gate_open(g);

@@ -3,15 +3,21 @@
  * EMU_CUDA_RECORD_NS (3000 here, set by CMake) with timing, EMU_CUDA_RECORD_NOTIMING_NS (700)
  * without: never cheaper than the real driver figure it stands for. Behind queued work a record
  * still waits for that work, in stream order. */
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "emu_test.h"
 
 #define N 300
 
-static void nothing(void *arg)
+/* The kernel's function: runs until the host has seen the record pending, so that "queued behind
+ * a running kernel" does not depend on the host reaching its query within the kernel's 20 ms (a
+ * host thread preempted that long on a loaded machine saw the record fired). */
+static void run_until_released(void *arg)
 {
-    (void)arg;
+    atomic_int *released = arg;
+    while (!atomic_load(released))
+        test_sleep_ms(1);
 }
 
 /* The least host time of N records of an event created with flags, on an idle stream; each
@@ -55,9 +61,11 @@ int main(void)
 
     /* behind a running kernel: queued, fires after it */
     OK(cuEventCreate(&e, 0));
-    OK(emuLaunchKernel(s, 20000000ull, nothing, NULL));
+    atomic_int released = 0;
+    OK(emuLaunchKernel(s, 20000000ull, run_until_released, &released));
     OK(cuEventRecord(e, s));
     CHECK_CU(cuEventQuery(e), CUDA_ERROR_NOT_READY);
+    atomic_store(&released, 1);
     OK(cuEventSynchronize(e));
     CHECK(emuStreamOpsPending(s) == 0);
     OK(cuEventDestroy(e));

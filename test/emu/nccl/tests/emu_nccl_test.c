@@ -903,46 +903,70 @@ static void rank_pacing(int rank, int n, const ncclUniqueId *ids)
     NC(ncclCommDestroy(rc.comm));
 }
 
-/* EMU_NCCL_BW_CHANGE: the link slows from 1 Gbit/s to 250 Mbit/s 1.5 s after the first paced
- * transfer. Times 10 MB all-reduces for 3.2 s and checks the best one before 1.3 s and the best one
- * after 1.7 s each against the ring model at the speed in force then (within 15%). The ranks agree
- * on the last all-reduce (a one-element max of 'done' after each): each rank's own clock would
- * end its loop at another call, and a rank that leaves early closes the ring under its peer. */
+/* The max over the ranks of v (a one-element all-reduce, synchronised). */
+static double allreduce_max(struct rank_ctx *rc, float *x, double v)
+{
+    x[0] = (float)v;
+    NC(ncclAllReduce(x, x, 1, ncclFloat32, ncclMax, rc->comm, rc->stream));
+    sync_stream(rc);
+    return x[0];
+}
+
+/* EMU_NCCL_BW_CHANGE: the link slows from 1 Gbit/s to 250 Mbit/s 2 s after the first paced
+ * transfer of its process. Times 10 MB all-reduces and checks the best one that ended 0.2 s
+ * before any rank's link changed and the best one that began 0.2 s after every rank's had, for
+ * 1.5 s, each against the ring model at the speed in force then (below it by at most 15%; above
+ * it see the check).
+ * Each process's link clock starts at its own first paced transfer (this rank's first all-reduce),
+ * and on a loaded host the ranks reach theirs apart (1.2 s seen: with windows on each rank's own
+ * clock one rank had no sample before the change, the other none after it). The first
+ * all-reduce's end is a moment common to the ranks (each waits for the other's data): each rank's
+ * link age then, exchanged (max and min), puts every link's change on this rank's timeline.
+ * The ranks agree on the last all-reduce (a one-element max of 'done' after each): each rank's
+ * own clock would end its loop at another call, and a rank that leaves early closes the ring under
+ * its peer. */
 static void rank_pacing_change(int rank, int n, const ncclUniqueId *ids)
 {
     struct rank_ctx rc;
     size_t count = 10000000 / 4;
-    float *sb = dev_alloc(count * 4), *rb = dev_alloc(count * 4), *done = dev_alloc(4);
-    double before = INFINITY, after = INFINITY, t_start = -1, want_before, want_after;
+    float *sb = dev_alloc(count * 4), *rb = dev_alloc(count * 4), *x = dev_alloc(4);
+    double before = INFINITY, after = INFINITY, want_before, want_after, t_first, t_common, age;
+    double first_change, last_change; /* seconds after t_common, on this rank's clock */
 
-    rank_setup(&rc, rank, n, &ids[0]);
     for (size_t i = 0; i < count; i++)
         sb[i] = (float)((i + (size_t)rank) % 17);
     want_before = 2.0 * (n - 1) / n * (double)(count * 4) / parse_bw("1Gbit");
     want_after = 2.0 * (n - 1) / n * (double)(count * 4) / parse_bw("250Mbit");
+    rank_setup(&rc, rank, n, &ids[0]); /* a rendezvous: the ranks leave it together */
+    t_first = now_s();
+    allreduce_max(&rc, x, 0); /* this process's first paced transfer */
+    t_common = now_s();
+    age = t_common - t_first;
+    first_change = 2.0 - allreduce_max(&rc, x, age);
+    last_change = 2.0 + allreduce_max(&rc, x, -age);
     for (;;) {
-        double t0 = now_s(), t, since;
+        double t0 = now_s(), t, since = t0 - t_common;
         NC(ncclAllReduce(sb, rb, count, ncclFloat32, ncclSum, rc.comm, rc.stream));
         sync_stream(&rc);
         t = now_s() - t0;
-        if (t_start < 0)
-            t_start = t0;
-        since = t0 - t_start;
-        if (since + t < 1.3 && t < before)
+        if (since + t < first_change - 0.2 && t < before)
             before = t;
-        if (since > 1.7 && t < after)
+        if (since > last_change + 0.2 && t < after)
             after = t;
-        done[0] = since > 3.2 ? 1.0f : 0.0f;
-        NC(ncclAllReduce(done, done, 1, ncclFloat32, ncclMax, rc.comm, rc.stream));
-        sync_stream(&rc);
-        if (done[0] > 0)
+        if (allreduce_max(&rc, x, since > last_change + 1.7 ? 1.0 : 0.0) > 0)
             break;
     }
-    printf(
-        "pacing_change: rank %d: best %.3f s before (model %.3f s), %.3f s after (model %.3f s)\n",
-        rank, before, want_before, after, want_after);
+    printf("pacing_change: rank %d: best %.3f s before (model %.3f s), %.3f s after (model %.3f "
+           "s); the links changed %.3f..%.3f s after the ranks met\n",
+           rank, before, want_before, after, want_after, first_change, last_change);
     fflush(stdout);
-    if (fabs(before / want_before - 1) > 0.15 || fabs(after / want_after - 1) > 0.15)
+    /* Pacing guarantees lower bounds only (a link is never faster than its speed); a loaded
+     * host adds CPU time to every transfer (+28% on the fast one seen, beside a TSan pass), the
+     * same time to both: the slow one may take the fast one's excess over its model. The fast
+     * link is shown by a transfer quicker than the slow link could ever make it. */
+    double excess = before > want_before ? before - want_before : 0;
+    if (before < want_before * 0.85 || before >= want_after * 0.85 || after < want_after * 0.85 ||
+        after > want_after * 1.15 + excess)
         FAIL("the link did not change speed as EMU_NCCL_BW_CHANGE says");
     NC(ncclCommDestroy(rc.comm));
 }
@@ -1236,8 +1260,10 @@ int main(int argc, char **argv)
             fprintf(stderr, "FAIL: %d ranks did not see the error\n", fails);
             return 1;
         }
-        if (elapsed > 5.0) {
-            fprintf(stderr, "FAIL: took %.3f s (> 5 s)\n", elapsed);
+        /* found by the exchange of call descriptors, not by the 30 s timeout
+         * (EMU_NCCL_TIMEOUT_MS): half of that leaves room for TSan ranks on a loaded host */
+        if (elapsed > 15.0) {
+            fprintf(stderr, "FAIL: took %.3f s (> 15 s: the timeout's path?)\n", elapsed);
             return 1;
         }
         bad = !strstr(err, "collective mismatch on comm 0x") ||
@@ -1273,7 +1299,7 @@ int main(int argc, char **argv)
     }
     if (!strcmp(what, "pacing_change")) {
         setenv("EMU_NCCL_BW", "1Gbit", 1);
-        setenv("EMU_NCCL_BW_CHANGE", "1500:250Mbit", 1);
+        setenv("EMU_NCCL_BW_CHANGE", "2000:250Mbit", 1);
         fails = run_ranks(n, 1, "pacing_change", 100, NULL, &elapsed);
         return fails != 0;
     }
