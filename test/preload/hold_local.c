@@ -30,10 +30,19 @@
  *                        destroyed, in iteration 10 (nothing held yet) and again between call 0
  *                        (held) and call 1 in iteration 50: the heap in use must grow by less
  *                        than 1 MiB each time (2.2 MB when an entry was kept per stream made).
+ *   hold-local ptds      one comm, two calls an iteration on the main thread's stream; after call 0
+ *                        (held) an event R is recorded behind it and a second thread, on its own
+ *                        default stream per thread (CU_STREAM_PER_THREAD), waits on R, runs a
+ *                        host function that reads call 0, records an event and synchronises that
+ *                        stream, while the main thread issues call 1 only 10 ms later. The handle
+ *                        CU_STREAM_PER_THREAD names another stream in every thread: none of the
+ *                        second thread's work may be issued on the main thread's (the read must
+ *                        see the sum, and the second thread's synchronisation must return).
  * Prints "rank R: SCENARIO: ITERS iterations exact, N reads behind held calls"; exit 0 when every
  * rank passed. */
 #include <dlfcn.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <string.h>
 #include <time.h>
 
@@ -253,6 +262,65 @@ static int streams(int rank, int nranks, ncclComm_t comm, long *behind)
     return 0;
 }
 
+struct ptds_side {
+    CUcontext ctx;
+    CUevent r, e;
+    struct read_check chk;
+    CUresult rc;
+};
+
+static void *ptds_thread(void *arg)
+{
+    struct ptds_side *p = arg;
+
+    if ((p->rc = cuCtxSetCurrent(p->ctx)) == CUDA_SUCCESS &&
+        (p->rc = cuStreamWaitEvent(CU_STREAM_PER_THREAD, p->r, 0)) == CUDA_SUCCESS &&
+        (p->rc = cuLaunchHostFunc(CU_STREAM_PER_THREAD, read_fn, &p->chk)) == CUDA_SUCCESS &&
+        (p->rc = cuEventRecord(p->e, CU_STREAM_PER_THREAD)) == CUDA_SUCCESS)
+        p->rc = cuStreamSynchronize(CU_STREAM_PER_THREAD);
+    return NULL;
+}
+
+static int ptds(int rank, int nranks, ncclComm_t comm, long *behind)
+{
+    CUstream s;
+    CUdeviceptr buf[2];
+    struct emu_held_count h = {.comm = comm};
+    struct ptds_side side = {0};
+
+    PT_CU(cuCtxGetCurrent(&side.ctx));
+    PT_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    PT_CU(cuEventCreate(&side.r, CU_EVENT_DISABLE_TIMING));
+    PT_CU(cuEventCreate(&side.e, CU_EVENT_DISABLE_TIMING));
+    for (int k = 0; k < 2; k++)
+        PT_CU(cuMemAlloc(&buf[k], COUNT * sizeof(float)));
+    for (int it = 0; it < ITERS; it++) {
+        pthread_t t;
+        for (int k = 0; k < 2; k++)
+            pt_fill(buf[k], value_of(rank, 0, k, it), count_of(k), s);
+        if (reduce(rank, comm, buf[0], 0, s, &h))
+            return 1;
+        if (emu_held_now(&h) > 0)
+            (*behind)++;
+        PT_CU(cuEventRecord(side.r, s));
+        side.chk =
+            (struct read_check){(const float *)(uintptr_t)buf[0], sum_of(nranks, 0, 0, it), 0, 0};
+        if (pthread_create(&t, NULL, ptds_thread, &side))
+            FAIL("ptds: pthread_create");
+        sleep_ms(10);
+        if (reduce(rank, comm, buf[1], 1, s, &h))
+            return 1;
+        pthread_join(t, NULL);
+        PT_CU(cuStreamSynchronize(s));
+        if (side.rc != CUDA_SUCCESS)
+            FAIL("ptds: iteration %d: the second thread's CUDA call failed (%d)", it, (int)side.rc);
+        if (!side.chk.ran || side.chk.bad)
+            FAIL("ptds: iteration %d: the second thread's read saw call 0 %s", it,
+                 side.chk.ran ? "before its all-reduce ran" : "never");
+    }
+    return 0;
+}
+
 typedef ncclResult_t (*allreduce_fn)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
                                      ncclComm_t, cudaStream_t);
 
@@ -313,6 +381,8 @@ static int rank_main(int rank, int nranks, const ncclUniqueId *id)
         rc = gatefail(rank, nranks, comm, &behind);
     else if (!strcmp(g_scenario, "streams"))
         rc = streams(rank, nranks, comm, &behind);
+    else if (!strcmp(g_scenario, "ptds"))
+        rc = ptds(rank, nranks, comm, &behind);
     else
         rc = newcoll(rank, nranks, comm, &behind);
     if (rc)
@@ -330,8 +400,9 @@ int main(int argc, char **argv)
 {
     g_scenario = argc > 1 ? argv[1] : "";
     if (strcmp(g_scenario, "twocomm") && strcmp(g_scenario, "gatefail") &&
-        strcmp(g_scenario, "newcoll") && strcmp(g_scenario, "streams")) {
-        fprintf(stderr, "usage: hold-local twocomm|gatefail|newcoll|streams\n");
+        strcmp(g_scenario, "newcoll") && strcmp(g_scenario, "streams") &&
+        strcmp(g_scenario, "ptds")) {
+        fprintf(stderr, "usage: hold-local twocomm|gatefail|newcoll|streams|ptds\n");
         return 2;
     }
     return pt_run_ranks(2, rank_main);
