@@ -7,7 +7,8 @@
  * --scale-each: a kernel on the compute stream multiplies each result by 1/ranks right after its
  * call (grad /= world_size). --unhooked-consumer: a kernel on the compute stream reads and checks
  * each result right after its call, launched through an entry point no interposer wraps.
- * --consumer: adversarial consumers right after the call (consumer.c). */
+ * --consumer: adversarial consumers right after the call (consumer.c). --second-comm: the odd
+ * gradients on a second communicator and its own stream. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -17,6 +18,8 @@
 
 struct per_param_sync {
     CUstream pg;
+    CUstream pg2;     /* --second-comm: the odd gradients' process-group stream */
+    ncclComm_t comm2; /* ... and communicator */
     CUevent ready; /* recorded on the compute stream before each call (reused, as PyTorch does) */
 };
 
@@ -31,6 +34,11 @@ static int pps_init(struct emu_rank *r)
     }
     if (emu_cu(r, emu_gpu->stream_create(&m->pg, CU_STREAM_NON_BLOCKING), "cuStreamCreate") ||
         emu_cu(r, emu_gpu->event_create(&m->ready, CU_EVENT_DISABLE_TIMING), "cuEventCreate"))
+        return -1;
+    if (r->opt->second_comm &&
+        (emu_cu(r, emu_gpu->stream_create(&m->pg2, CU_STREAM_NON_BLOCKING), "cuStreamCreate") ||
+         emu_nccl(r, ncclCommSplit(r->comm, 0, r->rank, &m->comm2, NULL),
+                  "ncclCommSplit (--second-comm)")))
         return -1;
     return 0;
 }
@@ -59,19 +67,21 @@ static int pps_wait_grad(struct emu_rank *r, size_t g)
 static int all_reduce_one(struct emu_rank *r, size_t g)
 {
     struct per_param_sync *m = r->mode;
-    CUstream s = r->opt->current_stream ? r->compute : m->pg;
+    int other = m->comm2 && g % 2;
+    CUstream s = r->opt->current_stream ? r->compute : other ? m->pg2 : m->pg;
     struct emu_work_events w = {0};
 
     if (!r->opt->current_stream &&
         (emu_cu(r, emu_gpu->event_record(m->ready, r->compute), "cuEventRecord") ||
-         emu_cu(r, emu_gpu->stream_wait_event(m->pg, m->ready), "cuStreamWaitEvent")))
+         emu_cu(r, emu_gpu->stream_wait_event(s, m->ready), "cuStreamWaitEvent")))
         return -1;
-    if (emu_allreduce(r, r->iter, r->grad[g], r->grad[g], r->count[g], s) ||
+    if ((other ? emu_allreduce_other(r, r->iter, m->comm2, r->grad[g], r->count[g], s)
+               : emu_allreduce(r, r->iter, r->grad[g], r->grad[g], r->count[g], s)) ||
         emu_consumers_after_call(r, g, s))
         return -1;
     if (!r->opt->current_stream) {
-        if (emu_record_work(r, m->pg, &w) || emu_compute_wait(r, w.end) ||
-            emu_disturb_local(r, g) || emu_disturb_after_call(r, g, s, w.end))
+        if (emu_record_work(r, s, &w) || emu_compute_wait(r, w.end) || emu_disturb_local(r, g) ||
+            emu_disturb_after_call(r, g, s, w.end))
             return -1;
         emu_release_work(r, &w);
     } else if (emu_disturb_local(r, g) || emu_disturb_after_call(r, g, s, NULL)) {
@@ -111,6 +121,10 @@ static void pps_fini(struct emu_rank *r)
         emu_gpu->event_destroy(m->ready);
     if (m->pg)
         emu_gpu->stream_destroy(m->pg);
+    if (m->comm2)
+        ncclCommDestroy(m->comm2);
+    if (m->pg2)
+        emu_gpu->stream_destroy(m->pg2);
     free(m);
     r->mode = NULL;
 }

@@ -220,6 +220,10 @@ static const char usage_text[] =
     "    --poll-wait          per-tensor and per-param-sync: after each all-reduce the host\n"
     "                         waits for it by polling its end event with cuEventQuery, as\n"
     "                         TORCH_NCCL_BLOCKING_WAIT=1 and work.wait(timeout) do\n"
+    "    --second-comm        per-param-sync: the odd gradients are all-reduced on a second\n"
+    "                         communicator (ncclCommSplit of the first, every rank in it) and\n"
+    "                         its own process-group stream, so that the compute stream is behind\n"
+    "                         the held calls of two communicators at once\n"
     "    --extra-streams N    after each all-reduce, stream g mod N of N more streams waits on\n"
     "                         its end event and runs a kernel that reads it (a comm hook's or a\n"
     "                         side stream's consumer; per-tensor and per-param-sync check the\n"
@@ -389,6 +393,7 @@ enum {
     OPT_CHAOS,
     OPT_POLL_WAIT,
     OPT_EXTRA_STREAMS,
+    OPT_SECOND_COMM,
     OPT_HELP,
     OPT_VERSION,
 };
@@ -437,6 +442,7 @@ static const struct option long_opts[] = {
     {"chaos", required_argument, NULL, OPT_CHAOS},
     {"poll-wait", no_argument, NULL, OPT_POLL_WAIT},
     {"extra-streams", required_argument, NULL, OPT_EXTRA_STREAMS},
+    {"second-comm", no_argument, NULL, OPT_SECOND_COMM},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -781,6 +787,9 @@ static int parse_one(int c, const char *arg, struct emu_options *o)
     case OPT_POLL_WAIT:
         o->poll_wait = 1;
         return 0;
+    case OPT_SECOND_COMM:
+        o->second_comm = 1;
+        return 0;
     case OPT_EXTRA_STREAMS:
         if (parse_long(name, arg, 1, EMU_MAX_EXTRA_STREAMS, &v))
             return 2;
@@ -862,6 +871,10 @@ static int check_required(struct emu_options *o)
     if ((o->nlocal || o->chaos > 0 || o->extra_streams) && o->mode == EMU_MODE_HOROVOD) {
         return prophet_cli_usage_error(PROG, "--local-event, --chaos and --extra-streams need "
                                              "--mode per-tensor, per-param-sync or ddp");
+    }
+    if (o->second_comm && (o->mode != EMU_MODE_PER_PARAM_SYNC || o->current_stream)) {
+        return prophet_cli_usage_error(PROG, "--second-comm needs --mode per-param-sync "
+                                             "(without --current-stream)");
     }
     if (o->extra_streams && o->scale_each) {
         return prophet_cli_usage_error(PROG, "--extra-streams cannot go with --scale-each (its "

@@ -86,6 +86,7 @@ struct emu_options {
     struct emu_local_event local[EMU_MAX_LOCAL_EVENTS];
     int nlocal;
     int poll_wait;     /* the host polls each call's end event until it fired */
+    int second_comm;   /* per-param-sync: odd gradients on a second communicator and stream */
     int extra_streams; /* consumers of each result on this many more streams */
     double chaos;      /* 0 = off: random local events after a call with this probability,
                         * and a thread per rank making them at random times */

@@ -215,6 +215,17 @@ static int allreduce_counted(struct emu_rank *r, CUdeviceptr send, CUdeviceptr r
     return emu_nccl(r, rc, "ncclAllReduce");
 }
 
+int emu_allreduce_other(struct emu_rank *r, int iter, ncclComm_t comm, CUdeviceptr buf,
+                        size_t count, CUstream s)
+{
+    jitter(r);
+    r->calls[iter]++;
+    r->bytes[iter] += count * sizeof(float);
+    return emu_nccl(
+        r, ncclAllReduce((const void *)buf, (void *)buf, count, ncclFloat32, ncclSum, comm, s),
+        "ncclAllReduce (second communicator)");
+}
+
 int emu_allreduce(struct emu_rank *r, int iter, CUdeviceptr send, CUdeviceptr recv, size_t count,
                   CUstream s)
 {

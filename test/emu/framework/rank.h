@@ -173,6 +173,11 @@ void emu_rank_record_error(struct emu_rank *r, const char *fmt, ...)
 int emu_allreduce(struct emu_rank *r, int iter, CUdeviceptr send, CUdeviceptr recv, size_t count,
                   CUstream s);
 
+/* The same in place on another communicator (--second-comm): counted in the iteration's calls and
+ * bytes, not in what an interposer holds on the gradients' communicator. */
+int emu_allreduce_other(struct emu_rank *r, int iter, ncclComm_t comm, CUdeviceptr buf,
+                        size_t count, CUstream s);
+
 /* The event cache, as PyTorch's: emu_event_get takes a handle from the cache (creating one when
  * it is empty); emu_event_release gives one back once its work is consumed; released handles are
  * reused after the host synchronised the compute stream at the end of the iteration
