@@ -9,6 +9,7 @@
  * handle, which no job does). The preload once held the comm lock through Destroy's wait for the
  * block: the abort waited for rank 1's exit (STALL_S). */
 #include <pthread.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,7 +20,7 @@
 #define WARM 40
 #define COUNT 1024
 #define STALL_S 6
-#define BOUND_S 2.0
+#define BOUND_S 3.0
 
 static size_t count_of(int k)
 {
@@ -58,9 +59,11 @@ static void *watchdog(void *arg)
     printf("fault: rank 0: ncclCommAbort from the watchdog returned %d after %.3f s\n", (int)rc,
            dt);
     fflush(stdout);
-    _exit(dt < BOUND_S ? 0 : 1); /* the main thread is still in ncclCommDestroy */
+    _exit(dt < BOUND_S ? 0 : 1); /* the main thread is still inside the preload or NCCL */
     return NULL;
 }
+
+static int g_setup;
 
 static int rank_main(int rank, int nranks, const ncclUniqueId *ids, void *arg)
 {
@@ -77,6 +80,19 @@ static int rank_main(int rank, int nranks, const ncclUniqueId *ids, void *arg)
     for (int k = 0; k < K; k++)
         FAULT_CU(rank, cuMemAlloc(&buf[k], count_of(k) * sizeof(float)));
     FAULT_NCCL(rank, ncclCommInitRank(&comm, nranks, ids[0], rank));
+    if (g_setup) {
+        if (rank == 1) {
+            sleep(STALL_S); /* a peer that never issues a call */
+            _exit(0);
+        }
+        if (pthread_create(&t, NULL, watchdog, &comm))
+            return 1;
+        /* the preload's setup vote waits for rank 1 here; the abort ends it (an error) */
+        (void)ncclAllReduce((void *)buf[0], (void *)buf[0], count_of(0), ncclFloat32, ncclSum, comm,
+                            s);
+        pthread_join(t, NULL); /* the watchdog ends the process */
+        return 1;
+    }
     for (int it = 0; it < WARM; it++)
         if (iteration(rank, nranks, comm, s, buf, h, it, 1))
             return 1;
@@ -93,7 +109,8 @@ static int rank_main(int rank, int nranks, const ncclUniqueId *ids, void *arg)
     return 1;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    g_setup = argc > 1 && !strcmp(argv[1], "setup");
     return fault_run_ranks(2, 1, 30.0, rank_main, NULL);
 }
