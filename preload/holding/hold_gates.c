@@ -172,12 +172,13 @@ static int hold_rec_behind_other(const hold_rec_t *r, const hold_depset_t *gated
 CUresult prophet_hold_materialise(hold_stream_t *h)
 {
     CUresult rc = CUDA_SUCCESS, r2;
-    hold_depset_t gated = {0};
+    /* the blocks gated here: vdeps' entries, still in its array once its count is cleared below
+     * (nothing adds to vdeps until the records are issued) */
+    hold_depset_t gated = {.n = h->vdeps.n, .cap = 0, .d = h->vdeps.d};
 
     if (h->vdeps.n == 0)
         return CUDA_SUCCESS;
     prophet_hold_enter();
-    (void)prophet_hold_depset_copy(&gated, &h->vdeps);
     HOLD_STREAM_CHANGE(h, {
         for (int i = 0; i < h->vdeps.n; i++) {
             hold_dep_t *d = &h->vdeps.d[i];
@@ -201,7 +202,6 @@ CUresult prophet_hold_materialise(hold_stream_t *h)
         prophet_hold_rec_issued(r);
     }
     prophet_hold_leave();
-    prophet_hold_depset_free(&gated);
     if (rc != CUDA_SUCCESS)
         prophet_msg(PROPHET_LOG_WARN, "gating stream %p behind a held all-reduce failed (%s)",
                     (void *)h->real, prophet_cuda_errstr(rc));
