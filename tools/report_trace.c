@@ -1,5 +1,5 @@
 /* prophet-report --trace: the Chrome trace of one or more logs (one process per rank), built by the
- * same code as the live PROPHET_TRACE=1 output (lib/log/log_trace.c). */
+ * same code as the live PROPHET_TRACE=1 output (lib/schedule_log/log_trace.c). */
 #include <errno.h>
 #include <string.h>
 

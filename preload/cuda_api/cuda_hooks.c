@@ -25,7 +25,7 @@
 #include "real_libs/dlsym_real.h"
 #include "symbol_export.h"
 #include "process/init.h"
-#include "debug_log/log_line.h"
+#include "debug_lines/log_line.h"
 #include "config/process_config.h"
 #define PROPHET_CUDA_HOOK_UNDEF /* the wrappers define cuda.h's renamed names themselves */
 #include "cuda_hook_table.h"

@@ -14,7 +14,7 @@
 #include "engine/comm_state.h"
 #include "real_libs/cuda_driver.h"
 #include "schedule_log/log_bridge.h"
-#include "debug_log/log_line.h"
+#include "debug_lines/log_line.h"
 #include "real_libs/nccl_symbols.h"
 #include "engine/readiness_poller.h"
 #include "config/process_config.h"

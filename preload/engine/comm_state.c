@@ -11,7 +11,7 @@
 #include "real_libs/cuda_driver.h"
 #include "process/init.h"
 #include "thread_local.h"
-#include "debug_log/log_line.h"
+#include "debug_lines/log_line.h"
 #include "real_libs/nccl_symbols.h"
 #include "config/process_config.h"
 

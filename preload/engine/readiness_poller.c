@@ -12,7 +12,7 @@
 #include "holding/holding.h"
 #include "real_libs/cuda_driver.h"
 #include "schedule_log/log_bridge.h"
-#include "debug_log/log_line.h"
+#include "debug_lines/log_line.h"
 #include "real_libs/nccl_dtype.h"
 #include "config/process_config.h"
 #include "prophet/bw.h"

@@ -13,7 +13,7 @@
 #include "holding/holding.h"
 #include "engine/comm_state.h"
 #include "real_libs/cuda_driver.h"
-#include "debug_log/log_line.h"
+#include "debug_lines/log_line.h"
 #include "real_libs/nccl_symbols.h"
 #include "config/process_config.h"
 

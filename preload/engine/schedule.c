@@ -15,7 +15,7 @@
 #include "holding/holding.h"
 #include "engine/group_depth.h"
 #include "schedule_log/log_bridge.h"
-#include "debug_log/log_line.h"
+#include "debug_lines/log_line.h"
 #include "real_libs/nccl_dtype.h"
 #include "real_libs/nccl_symbols.h"
 #include "engine/readiness_poller.h"

@@ -4,7 +4,7 @@
 #include <stdio.h>
 
 #include "engine/iteration_samples.h"
-#include "debug_log/log_line.h"
+#include "debug_lines/log_line.h"
 #include "real_libs/nccl_symbols.h"
 #include "config/process_config.h"
 #include "engine/start_line.h"

@@ -10,7 +10,7 @@
 #include "holding/hold_tables.h"
 #include "holding/hold_gates.h"
 #include "real_libs/cuda_driver.h"
-#include "debug_log/log_line.h"
+#include "debug_lines/log_line.h"
 #include "config/process_config.h"
 
 /* Before a call on comm c is held on stream st (comm lock NOT held): every open block of another

@@ -10,7 +10,7 @@
 #include "holding/hold_gates.h"
 #include "holding/hold_special_events.h"
 #include "real_libs/cuda_driver.h"
-#include "debug_log/log_line.h"
+#include "debug_lines/log_line.h"
 #include "config/process_config.h"
 
 int prophet_hold_event_record(CUevent e, CUstream s, int ptsz, CUresult *rc)

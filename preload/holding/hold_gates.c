@@ -13,7 +13,7 @@
 #include "comm.h"
 #include "holding/hold_tables.h"
 #include "real_libs/cuda_driver.h"
-#include "debug_log/log_line.h"
+#include "debug_lines/log_line.h"
 #include "config/process_config.h"
 
 /* Releases c's open block (takes the comm lock): set by comm_life.c, so that this file calls

@@ -12,7 +12,7 @@
 #include "holding/hold_tables.h"
 #include "holding/hold_event_set.h"
 #include "holding/hold_gates.h"
-#include "debug_log/log_line.h"
+#include "debug_lines/log_line.h"
 #include "config/process_config.h"
 
 /* ---- interprocess events (docs/completion-holding.md, "Interprocess events") -----------------

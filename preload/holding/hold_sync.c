@@ -12,7 +12,7 @@
 #include "holding/holding.h"
 #include "holding/hold_tables.h"
 #include "holding/hold_gates.h"
-#include "debug_log/log_line.h"
+#include "debug_lines/log_line.h"
 #include "config/process_config.h"
 #include "real_libs/cuda_driver.h"
 

@@ -12,7 +12,7 @@
 #include "holding/holding.h"
 #include "real_libs/cuda_driver.h"
 #include "real_libs/dlsym_real.h"
-#include "debug_log/log_line.h"
+#include "debug_lines/log_line.h"
 #include "config/process_config.h"
 
 static const char hold_trap_ptx[] = ".version 6.0\n"

@@ -24,7 +24,7 @@
 
 #include "process/exit_check.h"
 #include "process/init.h"
-#include "debug_log/log_line.h"
+#include "debug_lines/log_line.h"
 #include "config/process_config.h"
 
 #define PROPHET_XC_MAX_OBJS 4096

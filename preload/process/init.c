@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "process/init.h"
-#include "debug_log/log_line.h"
+#include "debug_lines/log_line.h"
 #include "process/exit_check.h"
 #include "real_libs/nccl_exports.h"
 #include "real_libs/nccl_symbols.h"

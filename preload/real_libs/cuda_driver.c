@@ -8,7 +8,7 @@
 #include "real_libs/cuda_driver.h"
 #include "real_libs/dlsym_real.h"
 #include "symbol_export.h"
-#include "debug_log/log_line.h"
+#include "debug_lines/log_line.h"
 #include "config/process_config.h"
 
 prophet_cuda_api_t prophet_cu;

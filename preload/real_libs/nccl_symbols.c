@@ -10,7 +10,7 @@
 
 #include "real_libs/nccl_symbols.h"
 #include "real_libs/dlsym_real.h"
-#include "debug_log/log_line.h"
+#include "debug_lines/log_line.h"
 #include "config/process_config.h"
 
 prophet_nccl_api_t prophet_nccl;

@@ -1,6 +1,6 @@
-/* Bridge to the JSON schedule log (include/prophet/log.h, lib/log/) when PROPHET_LOG names a
- * directory. One writer per rank. Built with the log writer (CMake option PROPHET_SCHEDULE_LOG, on
- * by default); without it CMake builds log_bridge_stub.c instead. */
+/* Bridge to the JSON schedule log (include/prophet/log.h, lib/schedule_log/) when PROPHET_LOG names
+ * a directory. One writer per rank. Built with the log writer (CMake option PROPHET_SCHEDULE_LOG,
+ * on by default); without it CMake builds log_bridge_stub.c instead. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "schedule_log/log_bridge.h"
-#include "debug_log/log_line.h"
+#include "debug_lines/log_line.h"
 #include "real_libs/nccl_dtype.h"
 #include "real_libs/nccl_symbols.h"
 #include "config/process_config.h"

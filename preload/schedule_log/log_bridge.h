@@ -1,4 +1,4 @@
-/* The JSON schedule log of a comm (log_bridge.c; lib/log/), when PROPHET_LOG is set. */
+/* The JSON schedule log of a comm (log_bridge.c; lib/schedule_log/), when PROPHET_LOG is set. */
 #ifndef PROPHET_LOG_BRIDGE_H
 #define PROPHET_LOG_BRIDGE_H
 

@@ -2,7 +2,7 @@
  * CMake builds this file instead of log_bridge.c): PROPHET_LOG gives one WARN line, and nothing is
  * written. */
 #include "schedule_log/log_bridge.h"
-#include "debug_log/log_line.h"
+#include "debug_lines/log_line.h"
 #include "config/process_config.h"
 
 void prophet_logb_open(prophet_comm_t *c)

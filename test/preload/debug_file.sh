@@ -1,5 +1,5 @@
 #!/bin/sh
-# PROPHET_DEBUG_FILE (preload/debug_log/log_line.c): with "%h" and "%p" every process writes its lines to its
+# PROPHET_DEBUG_FILE (preload/debug_lines/log_line.c): with "%h" and "%p" every process writes its lines to its
 # own file, named after its host and pid, and nothing to stderr; each line names that host and pid
 # and the process's rank. A file that cannot be opened gives one WARN per process on stderr naming
 # it, and the lines go to stderr.

@@ -1,8 +1,8 @@
-/* prophet_msg (preload/debug_log/log_line.h): the level is tested before any argument is evaluated;
- * a line reads "prophet: HOST:PID [RANK] LEVEL text" (NCCL's "host:pid:tid [rank]"), "[RANK]" once
- * a rank was given, a WARN line also "[file.c:N]"; PROPHET_DEBUG_FILE ("%h", "%p") takes the lines
- * instead of stderr, and one that cannot be opened gives one WARN on stderr and stderr. Links
- * preload/debug_log/log_line.c alone, with its own prophet_cfg. */
+/* prophet_msg (preload/debug_lines/log_line.h): the level is tested before any argument is
+ * evaluated; a line reads "prophet: HOST:PID [RANK] LEVEL text" (NCCL's "host:pid:tid [rank]"),
+ * "[RANK]" once a rank was given, a WARN line also "[file.c:N]"; PROPHET_DEBUG_FILE ("%h", "%p")
+ * takes the lines instead of stderr, and one that cannot be opened gives one WARN on stderr and
+ * stderr. Links preload/debug_lines/log_line.c alone, with its own prophet_cfg. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "debug_log/log_line.h"
+#include "debug_lines/log_line.h"
 
 prophet_config_t prophet_cfg;
 

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "debug_log/log_line.h"
+#include "debug_lines/log_line.h"
 #include "config/process_config.h"
 
 #define PROPHET_WARN_BURST 20
