@@ -78,7 +78,7 @@ HARMLESS = {
     # queries of a stream: nothing runs, nothing is ordered
     "cuStreamGetCtx": "returns the stream's context",
     "cuStreamGetDevice": "returns the stream's device",
-    "cuStreamGetFlags": "returns the stream's flags (the engine itself asks it, rule 11)",
+    "cuStreamGetFlags": "returns the stream's flags (the engine itself asks it, H11)",
     "cuStreamGetPriority": "returns the stream's priority",
     "cuStreamGetId": "returns the stream's id",
     "cuStreamGetGreenCtx": "returns the stream's green context",
@@ -89,9 +89,9 @@ HARMLESS = {
     "cuStreamIsCapturing": "returns the capture status",
     "cuStreamGetCaptureInfo": "returns the capture status and graph",
     "cuStreamUpdateCaptureDependencies": "valid only during a capture, and a capturing stream is "
-                                         "never held (rule 10)",
+                                         "never held (H10)",
     "cuGreenCtxStreamCreate": "creates a stream; the engine learns the flags of a stream it was "
-                              "not told of from cuStreamGetFlags (rule 11)",
+                              "not told of from cuStreamGetFlags (H11)",
     # occupancy queries with a launch configuration: nothing is launched
     "cuOccupancyMaxActiveClusters": "occupancy query; launches nothing",
     "cuOccupancyMaxPotentialClusterSize": "occupancy query; launches nothing",
@@ -211,26 +211,26 @@ def abi_range(abis, proc, flavour, params, header_version):
 
 
 KIND_DOC = {
-    "RECORD": "RECORD: becomes virtual on a stream that is behind (rule 2); with "
+    "RECORD": "RECORD: becomes virtual on a stream that is behind (H2); with "
               "CU_EVENT_RECORD_EXTERNAL the stream is materialised and the driver records with "
               "the flag",
-    "WAIT": "WAIT: takes a virtual event's dependencies (rule 3); with CU_EVENT_WAIT_EXTERNAL the "
+    "WAIT": "WAIT: takes a virtual event's dependencies (H3); with CU_EVENT_WAIT_EXTERNAL the "
             "record is made real first and the driver waits with the flag",
-    "WORK": "WORK: real work materialises the stream first (rule 4)",
-    "SYNC_WORK": "SYNC_WORK: work on the default stream, then a host wait (rules 4, 6)",
-    "EVENT_QUERY": "EVENT_QUERY: NOT_READY on a virtual record (rule 5)",
-    "STREAM_QUERY": "STREAM_QUERY: NOT_READY on a stream that is behind (rule 5)",
-    "ELAPSED": "ELAPSED: NOT_READY on a virtual record (rule 5)",
-    "EVENT_SYNC": "EVENT_SYNC: releases what the event is behind (rule 6)",
-    "STREAM_SYNC": "STREAM_SYNC: releases what the stream is behind (rule 6)",
-    "CTX_SYNC": "CTX_SYNC: releases only the blocks that gated work waits for (rule 6)",
+    "WORK": "WORK: real work materialises the stream first (H4)",
+    "SYNC_WORK": "SYNC_WORK: work on the default stream, then a host wait (H4, H6)",
+    "EVENT_QUERY": "EVENT_QUERY: NOT_READY on a virtual record (H5)",
+    "STREAM_QUERY": "STREAM_QUERY: NOT_READY on a stream that is behind (H5)",
+    "ELAPSED": "ELAPSED: NOT_READY on a virtual record (H5)",
+    "EVENT_SYNC": "EVENT_SYNC: releases what the event is behind (H6)",
+    "STREAM_SYNC": "STREAM_SYNC: releases what the stream is behind (H6)",
+    "CTX_SYNC": "CTX_SYNC: releases only the blocks that gated work waits for (H6)",
     "MEM_FREE": "MEM_FREE: releases only a block with a member's buffer in the freed allocation, "
-                "or one that gated work waits for (rule 6)",
-    "EVENT_DESTROY": "EVENT_DESTROY: a virtual record's destruction is deferred (rule 8); an "
+                "or one that gated work waits for (H6)",
+    "EVENT_DESTROY": "EVENT_DESTROY: a virtual record's destruction is deferred (H8); an "
                      "interprocess or graph event is forgotten first",
-    "STREAM_DESTROY": "STREAM_DESTROY: releases what the stream is behind (rule 6)",
-    "STREAM_CREATE": "STREAM_CREATE: the stream's flags are told (rule 11)",
-    "CAPTURE_BEGIN": "CAPTURE_BEGIN: materialises first; nothing held in capture (rule 10)",
+    "STREAM_DESTROY": "STREAM_DESTROY: releases what the stream is behind (H6)",
+    "STREAM_CREATE": "STREAM_CREATE: the stream's flags are told (H11)",
+    "CAPTURE_BEGIN": "CAPTURE_BEGIN: materialises first; nothing held in capture (H10)",
     "OTHER": "OTHER: forwarded",
     "EVENT_CREATE": "EVENT_CREATE: an event made with CU_EVENT_INTERPROCESS is told: its records "
                     "are never virtual (interprocess events)",
@@ -247,10 +247,10 @@ KIND_DOC = {
                    "virtual records real first",
     "GRAPH_NODE": "GRAPH_NODE: an event record or wait node's event joins the graph events "
                   "(as GRAPH_EVENT)",
-    "GRAPH_LAUNCH": "GRAPH_LAUNCH: virtual records of graph events made real, then WORK (rule 4)",
-    "LAUNCH_EX": "LAUNCH_EX: WORK (rule 4); its PROGRAMMATIC_EVENT and LAUNCH_COMPLETION_EVENT "
+    "GRAPH_LAUNCH": "GRAPH_LAUNCH: virtual records of graph events made real, then WORK (H4)",
+    "LAUNCH_EX": "LAUNCH_EX: WORK (H4); its PROGRAMMATIC_EVENT and LAUNCH_COMPLETION_EVENT "
                  "attributes are real records after the launch",
-    "MULTI_WORK": "MULTI_WORK: WORK (rule 4) on every launch's stream",
+    "MULTI_WORK": "MULTI_WORK: WORK (H4) on every launch's stream",
 }
 
 

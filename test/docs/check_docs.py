@@ -10,7 +10,8 @@
       SRC/docs) and the comments of the non-test C sources (*.c, *.h outside test/ and dev/) hold no
       lab notes: no issue numbers ("issue 37", "#37"), commit hashes, dates or before/now histories
       ("is no longer a", "used to", "until the fix", ...), no pointer outside the repository, and no
-      heading named after an issue. Histories
+      heading named after an issue; in the documents, no "invariant N" or "rule N" (the shared
+      numbering is I1..I5 and H1..H11). Histories
       belong in dev/history/. FILE lists findings known and owned elsewhere, one
       "path:text" a line ('#' comments): each must still be found (a fixed one is taken off the list),
       and is reported as pending, not failed.
@@ -21,8 +22,15 @@
       Installs the docs component of BUILD into a temporary prefix; its share/doc/prophet must hold
       exactly README.md, bpf/README.md and every file of SRC/docs (nothing of SRC/dev; a package's
       copyright and changelog files aside), and the links of its Markdown files must hold there.
+  check_docs.py design --build BUILD --src SRC [DOC]
+      DOC (default SRC/docs/design.md): every row of its table "The closed loop's constants"
+      (`NAME` | value | `file`) equals the #define, enum member or static const NAME of that file
+      (an expression of other constants of the file is evaluated, integer division as C's); every
+      test named in its table "Invariants, their mechanisms and their tests" is registered
+      (`ctest --test-dir BUILD -N`; a name with * matches as a glob).
 Exit status 1 with one line per finding.
 """
+import fnmatch
 import os
 import re
 import subprocess
@@ -134,6 +142,11 @@ BEFORE_NOW = [
 OUTSIDE = [(re.compile(r"\.\./shared/|/work/(?:main|shared)\b"), "a pointer outside the repository")]
 LAB = [r for r in HISTORY if r[1] in ("an issue number", "a commit hash", "a date")] + BEFORE_NOW \
     + OUTSIDE
+# The documents number the invariants I1..I5 and the holding engine's rules H1..H11 (docs/design.md,
+# docs/completion-holding.md); "invariant 2" or "rule 4" is a number of another scheme (the
+# brief's, or an older list's) that no document resolves any more.
+OLD_NUMBER = (re.compile(r"\b(?:invariants?|rules?) \d+(?![\d.])", re.I),
+              "a number outside the shared scheme (I1..I5, H1..H11)")
 ISSUE_HEADING = re.compile(r"^#{1,6}\s.*\bissues?\s+#?\d+", re.I)
 
 
@@ -206,7 +219,7 @@ def check_history(src, pending_file):
         for n, line in enumerate(lines, 1):
             if ISSUE_HEADING.match(line):
                 found.append((path, n, "a heading named after an issue", line.strip()))
-            for rx, what in LAB:
+            for rx, what in LAB + [OLD_NUMBER]:
                 m = rx.search(line)
                 if m:
                     found.append((path, n, what, m.group(0)))
@@ -278,6 +291,149 @@ def check_installed(cmake, build, src):
         return [b.replace(prefix, "PREFIX") for b in bad]
 
 
+# ---- design: docs/design.md's constants table and invariant table against the code and ctest ----
+DEFINE = re.compile(r"^\s*#\s*define\s+(\w+)(?!\()\s+(.*)$")
+
+
+def c_strip(text):
+    """A C source without its comments, its continuation lines joined."""
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r"//[^\n]*", "", text)
+    return text.replace("\\\n", " ")
+
+
+def c_constants(path):
+    """name -> expression text of every #define, enum member and static const of a C file."""
+    with open(path, encoding="utf-8") as f:
+        text = c_strip(f.read())
+    out = {}
+    for line in text.splitlines():
+        m = DEFINE.match(line)
+        if m and m.group(2).strip():
+            out[m.group(1)] = m.group(2).strip()
+    for body in re.findall(r"\benum\b[^{;]*\{(.*?)\}", text, flags=re.S):
+        prev = None
+        for item in body.split(","):
+            item = item.strip()
+            if not item:
+                continue
+            name, _, val = item.partition("=")
+            name = name.strip()
+            if val.strip():
+                out[name] = val.strip()
+            else:
+                out[name] = "0" if prev is None else f"({prev}) + 1"
+            prev = name
+    for name, val in re.findall(r"\bstatic\s+const\s+[\w\s]+?\b(\w+)\s*=\s*([^;{]+);", text):
+        out[name] = val.strip()
+    return out
+
+
+def c_eval(expr, consts, depth=0):
+    """The value of a C constant expression over consts (integer division as C's)."""
+    import ast
+    if depth > 20:
+        raise ValueError(f"too deep: {expr}")
+    expr = re.sub(r"\b(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)[uUlLfF]+\b", r"\1", expr)
+    expr = re.sub(r"\(\s*(?:unsigned|int|long|double|float|uint\d+_t|int\d+_t|size_t)\s*\)", "", expr)
+
+    def ev(node):
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return node.value
+        if isinstance(node, ast.Name):
+            if node.id not in consts:
+                raise ValueError(f"unknown name {node.id}")
+            return c_eval(consts[node.id], consts, depth + 1)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+            v = ev(node.operand)
+            return -v if isinstance(node.op, ast.USub) else v
+        if isinstance(node, ast.BinOp):
+            a, b = ev(node.left), ev(node.right)
+            if isinstance(node.op, ast.Add):
+                return a + b
+            if isinstance(node.op, ast.Sub):
+                return a - b
+            if isinstance(node.op, ast.Mult):
+                return a * b
+            if isinstance(node.op, ast.Div):
+                return a // b if isinstance(a, int) and isinstance(b, int) else a / b
+            if isinstance(node.op, ast.LShift):
+                return a << b
+        raise ValueError(f"not a constant expression: {expr}")
+    return ev(ast.parse(expr.strip(), mode="eval"))
+
+
+def md_table(text, heading):
+    """Rows (lists of cells) of the first table after the heading that starts with `heading`."""
+    lines = text.splitlines()
+    start = next((i for i, l in enumerate(lines) if re.match(r"#+\s+" + re.escape(heading), l)), None)
+    if start is None:
+        return None
+    rows, seen = [], False
+    for line in lines[start + 1:]:
+        if re.match(r"#+\s", line):
+            break
+        if line.startswith("|"):
+            seen = True
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if not all(re.fullmatch(r":?-+:?", c) for c in cells):
+                rows.append(cells)
+        elif seen:
+            break
+    return rows[1:]  # the header row off
+
+
+def backticked(cell):
+    return re.findall(r"`([^`]+)`", cell)
+
+
+def check_design(build, src, doc):
+    with open(doc, encoding="utf-8") as f:
+        text = f.read()
+    bad = []
+    rows = md_table(text, "The closed loop's constants")
+    if not rows:
+        bad.append(f"{doc}: no table under \"The closed loop's constants\"")
+    cache = {}
+    for cells in rows or []:
+        if len(cells) < 3 or not backticked(cells[0]) or not backticked(cells[2]):
+            bad.append(f"{doc}: constants table: a row without `NAME` | value | `file`: {cells}")
+            continue
+        name, where = backticked(cells[0])[0], backticked(cells[2])[0]
+        path = os.path.join(src, where)
+        if not os.path.isfile(path):
+            bad.append(f"{doc}: constants table: {name}: no file {where}")
+            continue
+        consts = cache.setdefault(path, c_constants(path))
+        if name not in consts:
+            bad.append(f"{doc}: constants table: {name} is not defined in {where}")
+            continue
+        try:
+            code = c_eval(consts[name], consts)
+            table = float(cells[1].replace(",", ""))
+        except (ValueError, SyntaxError, ZeroDivisionError) as e:
+            bad.append(f"{doc}: constants table: {name}: cannot compare ({e})")
+            continue
+        if abs(code - table) > 1e-9 * max(1.0, abs(code)):
+            bad.append(f"{doc}: constants table: {name} is {cells[1]} in the table but "
+                       f"{consts[name]} = {code:g} in {where}")
+    names = set(test_names(build))
+    rows = md_table(text, "Invariants, their mechanisms and their tests")
+    if not rows:
+        bad.append(f"{doc}: no table under \"Invariants, their mechanisms and their tests\"")
+    for cells in rows or []:
+        tests = backticked(cells[-1])
+        if not tests:
+            bad.append(f"{doc}: invariant table: row {cells[0]} names no test")
+        for t in tests:
+            if not any(fnmatch.fnmatchcase(n, t) for n in names):
+                bad.append(f"{doc}: invariant table: row {cells[0]}: {t} is not a registered test "
+                           f"(ctest -N)")
+    return bad
+
+
 def main(argv):
     if len(argv) < 2:
         sys.exit(__doc__)
@@ -292,6 +448,9 @@ def main(argv):
         bad = check_history(opts["src"], opts.get("pending"))
     elif cmd == "links":
         bad = check_links(args)
+    elif cmd == "design":
+        bad = check_design(opts["build"], opts["src"], args[0] if args else
+                           os.path.join(opts["src"], "docs", "design.md"))
     elif cmd == "installed":
         bad = check_installed(opts["cmake"], opts["build"], opts["src"])
     else:
