@@ -28,6 +28,11 @@
       (an expression of other constants of the file is evaluated, integer division as C's); every
       test named in its table "Invariants, their mechanisms and their tests" is registered
       (`ctest --test-dir BUILD -N`; a name with * matches as a glob).
+  check_docs.py testlists --build BUILD --src SRC
+      Every README.md under SRC/test with a heading "Tests (ctest, `-R '^PREFIX\.'`)" lists its
+      tests honestly: each test name in the first column of the table under it is registered
+      ({a,b} and <a,b> alternatives, <word> any one name part, * any text), and every registered
+      test PREFIX.* matches a row.
 Exit status 1 with one line per finding.
 """
 import fnmatch
@@ -434,6 +439,65 @@ def check_design(build, src, doc):
     return bad
 
 
+# ---- test READMEs: the tests they list against ctest -N ----
+TESTS_HEADING = re.compile(r"^#+\s+Tests\b.*-R\s+'\^(\w+)\\\.'")
+
+
+def row_pattern(name):
+    """A row's test name as a regular expression: {a,b} and <a,b> alternatives, <word> any one
+    name part, * any text."""
+    out, i = "", 0
+    while i < len(name):
+        c = name[i]
+        if c in "{<":
+            j = name.index("}" if c == "{" else ">", i)
+            inner = name[i + 1:j]
+            if c == "<" and "," not in inner:
+                out += r"[^.]+"
+            else:
+                out += "(?:" + "|".join(re.escape(a) for a in inner.split(",")) + ")"
+            i = j + 1
+        elif c == "*":
+            out += ".*"
+            i += 1
+        else:
+            out += re.escape(c)
+            i += 1
+    return re.compile(out + r"\Z")
+
+
+def check_test_readmes(build, src):
+    names = test_names(build)
+    bad, found = [], 0
+    for d, dirs, fs in os.walk(os.path.join(src, "test")):
+        if "README.md" not in fs:
+            continue
+        path = os.path.join(d, "README.md")
+        rel = os.path.relpath(path, src)
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        heads = [(i, TESTS_HEADING.match(l)) for i, l in enumerate(lines)]
+        heads = [(i, m.group(1)) for i, m in heads if m]
+        for i, prefix in heads:
+            found += 1
+            rows = md_table("\n".join(lines[i:]), lines[i].lstrip("#").strip())
+            pats = []
+            for cells in rows or []:
+                for t in backticked(cells[0]):
+                    if "." not in t:
+                        continue
+                    p = row_pattern(t)
+                    pats.append(p)
+                    if not any(p.match(n) for n in names):
+                        bad.append(f"{rel}: row {t}: no registered test has this name")
+            for n in names:
+                if n.startswith(prefix + ".") and not any(p.match(n) for p in pats):
+                    bad.append(f"{rel}: registered test {n} is in no row of its tests table")
+    if not found:
+        bad.append("no test README with a \"## Tests (ctest, `-R '^prefix\\.'`)\" table found")
+    return bad
+
+
 def main(argv):
     if len(argv) < 2:
         sys.exit(__doc__)
@@ -451,6 +515,8 @@ def main(argv):
     elif cmd == "design":
         bad = check_design(opts["build"], opts["src"], args[0] if args else
                            os.path.join(opts["src"], "docs", "design.md"))
+    elif cmd == "testlists":
+        bad = check_test_readmes(opts["build"], opts["src"])
     elif cmd == "installed":
         bad = check_installed(opts["cmake"], opts["build"], opts["src"])
     else:
