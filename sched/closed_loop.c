@@ -54,11 +54,11 @@ int prophet_closed_loop_sample(prophet_closed_loop_t *l, uint32_t cand, double i
 
 const char *prophet_closed_loop_drift(prophet_closed_loop_t *l, int *restart)
 {
-    const char *r = l->trials.reason;
+    const char *r = l->trials.drift.reason;
 
-    *restart = l->trials.restart;
-    l->trials.reason = NULL;
-    l->trials.rebased = 0;
+    *restart = l->trials.drift.restart;
+    l->trials.drift.reason = NULL;
+    l->trials.drift.rebased = 0;
     return r;
 }
 
@@ -75,9 +75,9 @@ static int closed_loop_round(prophet_closed_loop_t *l, const prophet_planner_opt
     prophet_trials_t *t = &l->trials;
     uint32_t cands[PROPHET_CAND_COUNT], n, alias, inc;
 
-    inc = t->phase == PROPHET_TRIAL_CHOSEN && l->inc_valid ? t->chosen : PROPHET_CAND_NONE;
+    inc = t->phase == PROPHET_TRIAL_CHOSEN && l->inc_valid ? t->kept.chosen : PROPHET_CAND_NONE;
     if (inc == PROPHET_CAND_NONE)
-        t->chosen = PROPHET_CAND_NONE;
+        t->kept.chosen = PROPHET_CAND_NONE;
     n = prophet_trials_candidates(po, prof, net, l->plans, inc, cands, &alias);
     l->plans_calls = prof->n_calls;
     /* the incumbent's plan is the agreed one: never made again at its window */
@@ -88,11 +88,11 @@ static int closed_loop_round(prophet_closed_loop_t *l, const prophet_planner_opt
         return -EINVAL;
     ev->round_begun = 1;
     ev->round = t->round;
-    memcpy(ev->cands, t->order, sizeof(t->order[0]) * t->n_order);
-    ev->n_cands = t->n_order;
+    memcpy(ev->cands, t->pass.order, sizeof(t->pass.order[0]) * t->pass.n_order);
+    ev->n_cands = t->pass.n_order;
     ev->alias = alias;
-    ev->incumbent = t->incumbent;
-    ev->retime = t->duel_kind == PROPHET_DUEL_RETIME;
+    ev->incumbent = t->kept.incumbent;
+    ev->retime = t->duel.kind == PROPHET_DUEL_RETIME;
     return 0;
 }
 
@@ -111,9 +111,9 @@ int prophet_closed_loop_plan(prophet_closed_loop_t *l, const prophet_planner_opt
     if (t->phase != PROPHET_TRIAL_OFF && l->plans_calls != prof->n_calls) {
         /* the round's plans were made for another profile: a new round, every candidate, and
          * no incumbent (its plan partitions other calls) */
-        t->restart = 1;
-        t->time_only = 0;
-        t->chosen = PROPHET_CAND_NONE;
+        t->drift.restart = 1;
+        t->drift.time_only = 0;
+        t->kept.chosen = PROPHET_CAND_NONE;
         l->inc_valid = 0;
     }
     if (prophet_trials_wants_round(t) && (err = closed_loop_round(l, po, prof, net, ev)) != 0)
@@ -121,14 +121,14 @@ int prophet_closed_loop_plan(prophet_closed_loop_t *l, const prophet_planner_opt
     prophet_trials_decide(t, &d);
     if (d.candidate >= PROPHET_CAND_COUNT)
         return -EINVAL;
-    if (t->duel_begun) {
+    if (t->duel.begun) {
         ev->duel_begun = 1;
-        ev->duel_kind = t->duel_kind;
-        ev->duel_c = t->duel_c;
-        ev->duel_d = t->duel_d;
-        ev->duel_c_us = t->nfig[t->duel_c] ? t->fig[t->duel_c] : -1;
-        ev->duel_d_us = t->nfig[t->duel_d] ? t->fig[t->duel_d] : -1;
-        t->duel_begun = 0;
+        ev->duel_kind = t->duel.kind;
+        ev->duel_c = t->duel.c;
+        ev->duel_d = t->duel.d;
+        ev->duel_c_us = t->pass.nfig[t->duel.c] ? t->pass.fig[t->duel.c] : -1;
+        ev->duel_d_us = t->pass.nfig[t->duel.d] ? t->pass.fig[t->duel.d] : -1;
+        t->duel.begun = 0;
     }
     if (!(l->plans_fixed & (1u << d.candidate))) {
         if (d.phase == PROPHET_TRIAL_RUNNING &&

@@ -157,40 +157,41 @@ void prophet_trials_init(prophet_trials_t *t)
 {
     memset(t, 0, sizeof(*t));
     t->phase = PROPHET_TRIAL_OFF;
-    t->current = t->chosen = t->runner = t->incumbent = t->kept_before = PROPHET_CAND_NONE;
-    t->pass_last = PROPHET_CAND_NONE;
-    t->duel_c = t->duel_d = PROPHET_CAND_NONE;
-    t->duel_d_us = -1;
-    t->ref_net = -1;
+    t->current = t->kept.chosen = t->pass.runner = t->kept.incumbent = t->kept.before =
+        PROPHET_CAND_NONE;
+    t->pass.last = PROPHET_CAND_NONE;
+    t->duel.c = t->duel.d = PROPHET_CAND_NONE;
+    t->duel.d_us = -1;
+    t->drift.base_net = -1;
     for (uint32_t c = 0; c < PROPHET_CAND_COUNT; c++) {
-        t->fig[c] = -1;
+        t->pass.fig[c] = -1;
     }
 }
 
 int prophet_trials_wants_round(const prophet_trials_t *t)
 {
-    return t->phase == PROPHET_TRIAL_OFF || t->restart;
+    return t->phase == PROPHET_TRIAL_OFF || t->drift.restart;
 }
 
 /* A duel of challenger against defender begins: the defender's window first. */
 static void duel_begin(prophet_trials_t *t, uint32_t kind, uint32_t challenger, uint32_t defender)
 {
-    t->duel_kind = kind;
-    t->duel_c = challenger;
-    t->duel_d = defender;
-    t->duel_pairs = t->duel_slots = 0;
-    t->duel_d_us = -1;
-    t->duel_se = t->duel_pair1_se = 0;
-    t->duel_begun = 1;
+    t->duel.kind = kind;
+    t->duel.c = challenger;
+    t->duel.d = defender;
+    t->duel.pairs = t->duel.slots = 0;
+    t->duel.d_us = -1;
+    t->duel.d_se = t->duel.pair1_se = 0;
+    t->duel.begun = 1;
     t->current = defender;
 }
 
 int prophet_trials_begin(prophet_trials_t *t, const uint32_t *cands, uint32_t n)
 {
-    uint32_t round = t->round, order[PROPHET_CAND_COUNT], m = 0, calm = t->calm;
-    uint32_t inc = t->phase == PROPHET_TRIAL_CHOSEN ? t->chosen : PROPHET_CAND_NONE;
-    int retime = inc < PROPHET_CAND_COUNT && inc != PROPHET_CAND_PASSTHROUGH && t->restart &&
-                 t->time_only,
+    uint32_t round = t->round, order[PROPHET_CAND_COUNT], m = 0, calm = t->drift.calm;
+    uint32_t inc = t->phase == PROPHET_TRIAL_CHOSEN ? t->kept.chosen : PROPHET_CAND_NONE;
+    int retime = inc < PROPHET_CAND_COUNT && inc != PROPHET_CAND_PASSTHROUGH && t->drift.restart &&
+                 t->drift.time_only,
         has_inc = 0;
 
     if (!cands || n == 0 || n > PROPHET_CAND_COUNT)
@@ -220,12 +221,12 @@ int prophet_trials_begin(prophet_trials_t *t, const uint32_t *cands, uint32_t n)
             break;
         }
     prophet_trials_init(t);
-    t->incumbent = t->kept_before = inc;
-    t->calm = calm;
+    t->kept.incumbent = t->kept.before = inc;
+    t->drift.calm = calm;
     t->round = round + 1;
     t->phase = PROPHET_TRIAL_RUNNING;
-    memcpy(t->order, order, sizeof(order[0]) * m);
-    t->n_order = m;
+    memcpy(t->pass.order, order, sizeof(order[0]) * m);
+    t->pass.n_order = m;
     /* the first decide() of the round puts the re-time's defender or order[0] in force */
     if (retime) {
         duel_begin(t, PROPHET_DUEL_RETIME, PROPHET_CAND_PASSTHROUGH, inc);
@@ -261,9 +262,9 @@ static int drifted(double now, double ref, double limit)
  * it for good, and the bandwidth's own baseline waits PROPHET_TRIAL_NET_SETTLE_US. */
 static double time_baseline(const prophet_trials_t *t)
 {
-    double m = median_of(t->recent, PROPHET_TRIAL_DRIFT_RECENT);
+    double m = median_of(t->drift.recent, PROPHET_TRIAL_DRIFT_RECENT);
 
-    return drifted(m, t->base_ref_us, PROPHET_TRIAL_DRIFT_TIME) ? t->base_ref_us : m;
+    return drifted(m, t->drift.base_ref_us, PROPHET_TRIAL_DRIFT_TIME) ? t->drift.base_ref_us : m;
 }
 
 /* The profile's backward span against its baseline. The span is learned at the measurement
@@ -281,28 +282,28 @@ static double time_baseline(const prophet_trials_t *t)
  * step with its iteration. The profile drifted when two readings in a row are out of step (one
  * alone: pending): on a loaded host one reading is off by 25% now and then (read at the edge of a
  * burst, or beside other jobs), the next one not. */
-static void profile_read(prophet_trials_t *t, double backward_us, double m)
+static void profile_read(prophet_trials_profile_t *p, double backward_us, double m)
 {
     const uint32_t nb = PROPHET_TRIAL_PROFILE_BASE;
 
     if (!(backward_us > 0) || !(m > 0))
         return;
-    if (backward_us != t->prof_last) { /* a new reading: the one before it is complete */
-        if (t->prof_last > 0 && t->n_prof_base < nb) {
-            t->prof_base[t->n_prof_base] = t->prof_last;
-            t->prof_base_share[t->n_prof_base++] = t->prof_cur_share;
-            if (t->n_prof_base == nb) {
-                t->ref_backward = median_of(t->prof_base, nb);
-                t->ref_share = median_of(t->prof_base_share, nb);
+    if (backward_us != p->last) { /* a new reading: the one before it is complete */
+        if (p->last > 0 && p->n_base < nb) {
+            p->base[p->n_base] = p->last;
+            p->base_share[p->n_base++] = p->cur_share;
+            if (p->n_base == nb) {
+                p->ref_backward = median_of(p->base, nb);
+                p->ref_share = median_of(p->base_share, nb);
             }
         }
-        t->prof_off_before = t->prof_cur_off ? t->prof_off_before + 1 : 0;
-        t->prof_last = backward_us;
+        p->off_before = p->cur_off ? p->off_before + 1 : 0;
+        p->last = backward_us;
     }
-    t->prof_cur_share = backward_us / m;
-    t->prof_cur_off = t->n_prof_base == nb &&
-                      drifted(backward_us, t->ref_backward, PROPHET_TRIAL_DRIFT_PROFILE) &&
-                      drifted(t->prof_cur_share, t->ref_share, PROPHET_TRIAL_DRIFT_PROFILE);
+    p->cur_share = backward_us / m;
+    p->cur_off = p->n_base == nb &&
+                 drifted(backward_us, p->ref_backward, PROPHET_TRIAL_DRIFT_PROFILE) &&
+                 drifted(p->cur_share, p->ref_share, PROPHET_TRIAL_DRIFT_PROFILE);
 }
 
 /* Samples a drift that lasted waits at most for the span's next reading (the caller reads one
@@ -310,23 +311,23 @@ static void profile_read(prophet_trials_t *t, double backward_us, double m)
 #define PROFILE_WAIT_MAX (PROPHET_TRIAL_SAMPLE_EVERY * 3 / 2)
 
 /* The profile drifted: its reading and the one before it out of step. */
-static int profile_drifted(const prophet_trials_t *t)
+static int profile_drifted(const prophet_trials_profile_t *p)
 {
-    return t->prof_cur_off && t->prof_off_before > 0;
+    return p->cur_off && p->off_before > 0;
 }
 
 /* One reading out of step, the one before it not: whether the profile drifted is the next
  * reading's to say. */
-static int profile_pending(const prophet_trials_t *t)
+static int profile_pending(const prophet_trials_profile_t *p)
 {
-    return t->prof_cur_off && t->prof_off_before == 0;
+    return p->cur_off && p->off_before == 0;
 }
 
-static void profile_forget(prophet_trials_t *t)
+static void profile_forget(prophet_trials_profile_t *p)
 {
-    t->ref_backward = t->ref_share = t->prof_last = -1;
-    t->n_prof_base = t->prof_off_before = 0;
-    t->prof_cur_off = 0;
+    p->ref_backward = p->ref_share = p->last = -1;
+    p->n_base = p->off_before = 0;
+    p->cur_off = 0;
 }
 
 /* Which signals are off their baselines now (PROPHET_DRIFT_* bits; 0: none). Baselines are taken
@@ -334,28 +335,28 @@ static void profile_forget(prophet_trials_t *t)
 static uint32_t drift_now(prophet_trials_t *t, double backward_us)
 {
     uint32_t k = PROPHET_TRIAL_DRIFT_RECENT, sigs = 0;
-    double m = t->n_recent >= k ? median_of(t->recent, k) : -1;
+    double m = t->drift.n_recent >= k ? median_of(t->drift.recent, k) : -1;
 
-    if (t->n_recent == k && !(t->base_us > 0))
-        t->base_us = time_baseline(t);
-    else if (t->n_recent > k && drifted(m, t->base_us, PROPHET_TRIAL_DRIFT_TIME))
+    if (t->drift.n_recent == k && !(t->drift.base_us > 0))
+        t->drift.base_us = time_baseline(t);
+    else if (t->drift.n_recent > k && drifted(m, t->drift.base_us, PROPHET_TRIAL_DRIFT_TIME))
         sigs |= PROPHET_DRIFT_TIME;
-    if (t->n_recent_net == k && !(t->ref_net > 0))
-        t->ref_net = median_of(t->recent_net, k);
-    else if (t->n_recent_net > k &&
-             drifted(median_of(t->recent_net, k), t->ref_net,
-                     t->chosen == PROPHET_CAND_PASSTHROUGH ? PROPHET_TRIAL_DRIFT_NET_DIRECT
-                                                           : PROPHET_TRIAL_DRIFT_NET))
+    if (t->drift.n_recent_net == k && !(t->drift.base_net > 0))
+        t->drift.base_net = median_of(t->drift.recent_net, k);
+    else if (t->drift.n_recent_net > k &&
+             drifted(median_of(t->drift.recent_net, k), t->drift.base_net,
+                     t->kept.chosen == PROPHET_CAND_PASSTHROUGH ? PROPHET_TRIAL_DRIFT_NET_DIRECT
+                                                                : PROPHET_TRIAL_DRIFT_NET))
         sigs |= PROPHET_DRIFT_NET;
-    profile_read(t, backward_us, m);
-    if (profile_drifted(t))
+    profile_read(&t->prof, backward_us, m);
+    if (profile_drifted(&t->prof))
         sigs |= PROPHET_DRIFT_PROFILE;
     return sigs;
 }
 
 uint32_t prophet_trials_drift_lasts(const prophet_trials_t *t)
 {
-    uint32_t calm = t->calm < PROPHET_TRIAL_CALM_MAX ? t->calm : PROPHET_TRIAL_CALM_MAX;
+    uint32_t calm = t->drift.calm < PROPHET_TRIAL_CALM_MAX ? t->drift.calm : PROPHET_TRIAL_CALM_MAX;
 
     return PROPHET_TRIAL_DRIFT_LASTS << calm;
 }
@@ -381,26 +382,27 @@ static void drift_check(prophet_trials_t *t, double backward_us)
      * in one burst of the run and came back is the host's (in the soak one such sample made
      * a full round of seven candidates); a profile read out of step once waits for its next
      * reading */
-    t->drift_sigs = sigs;
-    t->drift_run = sigs ? t->drift_run + 1 : 0;
-    if (!sigs || t->drift_run < prophet_trials_drift_lasts(t) ||
-        (profile_pending(t) && t->drift_run < prophet_trials_drift_lasts(t) + PROFILE_WAIT_MAX))
+    t->drift.sigs = sigs;
+    t->drift.run = sigs ? t->drift.run + 1 : 0;
+    if (!sigs || t->drift.run < prophet_trials_drift_lasts(t) ||
+        (profile_pending(&t->prof) &&
+         t->drift.run < prophet_trials_drift_lasts(t) + PROFILE_WAIT_MAX))
         return;
-    t->reason = prophet_drift_name(t->drift_sigs);
-    if (t->drift_sigs == PROPHET_DRIFT_TIME && t->chosen == PROPHET_CAND_PASSTHROUGH) {
+    t->drift.reason = prophet_drift_name(t->drift.sigs);
+    if (t->drift.sigs == PROPHET_DRIFT_TIME && t->kept.chosen == PROPHET_CAND_PASSTHROUGH) {
         /* nothing to re-time: passthrough holds nothing, and only the network or the profile
          * changes what the other plans would do; new baselines, and the next drift must last
          * twice as long */
-        t->rebased = 1;
-        t->calm += t->calm < PROPHET_TRIAL_CALM_MAX;
-        t->base_us = t->ref_net = t->base_ref_us = -1;
-        profile_forget(t);
-        t->n_recent = t->n_recent_net = 0;
-        t->drift_run = 0;
+        t->drift.rebased = 1;
+        t->drift.calm += t->drift.calm < PROPHET_TRIAL_CALM_MAX;
+        t->drift.base_us = t->drift.base_net = t->drift.base_ref_us = -1;
+        profile_forget(&t->prof);
+        t->drift.n_recent = t->drift.n_recent_net = 0;
+        t->drift.run = 0;
         return;
     }
-    t->restart = 1;
-    t->time_only = t->drift_sigs == PROPHET_DRIFT_TIME;
+    t->drift.restart = 1;
+    t->drift.time_only = t->drift.sigs == PROPHET_DRIFT_TIME;
 }
 
 int prophet_trials_sample(prophet_trials_t *t, uint32_t in_force, double iter_us, double net_Bps,
@@ -409,17 +411,17 @@ int prophet_trials_sample(prophet_trials_t *t, uint32_t in_force, double iter_us
     if (!t || !(iter_us > 0) || in_force != t->current)
         return PROPHET_TRIAL_SAMPLE_IGNORED;
     if (t->phase == PROPHET_TRIAL_RUNNING) {
-        if (t->n_win >= PROPHET_TRIAL_SAMPLES_MAX)
+        if (t->win.n >= PROPHET_TRIAL_SAMPLES_MAX)
             return PROPHET_TRIAL_SAMPLE_IGNORED;
-        t->win[t->n_win++] = iter_us;
+        t->win.us[t->win.n++] = iter_us;
         return PROPHET_TRIAL_SAMPLE_WINDOW;
     }
-    if (t->phase != PROPHET_TRIAL_CHOSEN || t->restart)
+    if (t->phase != PROPHET_TRIAL_CHOSEN || t->drift.restart)
         return PROPHET_TRIAL_SAMPLE_IGNORED;
-    push_recent(t->recent, &t->n_recent, iter_us);
-    t->kept_for_us += iter_us;
-    if (net_Bps > 0 && t->kept_for_us >= PROPHET_TRIAL_NET_SETTLE_US)
-        push_recent(t->recent_net, &t->n_recent_net, net_Bps);
+    push_recent(t->drift.recent, &t->drift.n_recent, iter_us);
+    t->kept.since_us += iter_us;
+    if (net_Bps > 0 && t->kept.since_us >= PROPHET_TRIAL_NET_SETTLE_US)
+        push_recent(t->drift.recent_net, &t->drift.n_recent_net, net_Bps);
     drift_check(t, backward_us);
     return PROPHET_TRIAL_SAMPLE_DRIFT;
 }
@@ -433,24 +435,24 @@ static int close_window(prophet_trials_t *t, prophet_plan_trial_t *out, double *
 
     *fig = -1;
     *se = 0;
-    t->windows++;
-    if (t->n_win < PROPHET_TRIAL_MIN_SAMPLES && t->windows < PROPHET_TRIAL_MAX_WINDOWS)
+    t->win.windows++;
+    if (t->win.n < PROPHET_TRIAL_MIN_SAMPLES && t->win.windows < PROPHET_TRIAL_MAX_WINDOWS)
         return 0;
-    if (t->n_win > 0) {
+    if (t->win.n > 0) {
         double tmp[PROPHET_TRIAL_SAMPLES_MAX];
-        *fig = median_of(t->win, t->n_win);
-        memcpy(tmp, t->win, sizeof(tmp[0]) * t->n_win);
-        *se = 1.4826 * prophet_mad(tmp, t->n_win, *fig) / sqrt((double)t->n_win);
+        *fig = median_of(t->win.us, t->win.n);
+        memcpy(tmp, t->win.us, sizeof(tmp[0]) * t->win.n);
+        *se = 1.4826 * prophet_mad(tmp, t->win.n, *fig) / sqrt((double)t->win.n);
         out->judged = c;
-        out->judged_samples = t->n_win;
+        out->judged_samples = t->win.n;
         out->judged_us = (uint32_t)(*fig + 0.5);
-        if (t->duel_kind == PROPHET_DUEL_NONE) { /* the first pass's figure */
-            t->fig[c] = *fig;
-            t->nfig[c] = t->n_win;
+        if (t->duel.kind == PROPHET_DUEL_NONE) { /* the first pass's figure */
+            t->pass.fig[c] = *fig;
+            t->pass.nfig[c] = t->win.n;
         }
     }
-    t->n_win = 0;
-    t->windows = 0;
+    t->win.n = 0;
+    t->win.windows = 0;
     return 1;
 }
 
@@ -461,10 +463,10 @@ static uint32_t runner_up(const prophet_trials_t *t, uint32_t lead, uint32_t def
     uint32_t r = PROPHET_CAND_NONE;
 
     for (uint32_t c = 0; c < PROPHET_CAND_COUNT; c++)
-        if (c != lead && c != PROPHET_CAND_PASSTHROUGH && c != defender && t->nfig[c] > 0 &&
-            t->fig[c] >= 0 && (r == PROPHET_CAND_NONE || t->fig[c] < t->fig[r]))
+        if (c != lead && c != PROPHET_CAND_PASSTHROUGH && c != defender && t->pass.nfig[c] > 0 &&
+            t->pass.fig[c] >= 0 && (r == PROPHET_CAND_NONE || t->pass.fig[c] < t->pass.fig[r]))
             r = c;
-    if (r != PROPHET_CAND_NONE && t->fig[r] > t->fig[lead] * (1 + PROPHET_TRIAL_NEAR))
+    if (r != PROPHET_CAND_NONE && t->pass.fig[r] > t->pass.fig[lead] * (1 + PROPHET_TRIAL_NEAR))
         r = PROPHET_CAND_NONE;
     return r;
 }
@@ -502,20 +504,20 @@ int prophet_trials_duel_verdict(const double *cf, const double *df, uint32_t n, 
 /* Ends the round on candidate `kept` with its figure. */
 static void choose_kept(prophet_trials_t *t, uint32_t kept, double us)
 {
-    t->duel_kind = PROPHET_DUEL_NONE;
-    t->chosen = kept;
+    t->duel.kind = PROPHET_DUEL_NONE;
+    t->kept.chosen = kept;
     /* a restart that kept the incumbent changed nothing: the next one waits twice as long */
-    if (t->kept_before < PROPHET_CAND_COUNT)
-        t->calm = kept == t->kept_before ? t->calm + 1 : 0;
-    t->chosen_us = t->base_ref_us = us;
-    t->quiet_checks = 0;
-    t->base_us = t->ref_net = -1; /* baselines: from now on */
-    profile_forget(t);
-    t->kept_for_us = 0;
-    t->drift_run = 0;
+    if (t->kept.before < PROPHET_CAND_COUNT)
+        t->drift.calm = kept == t->kept.before ? t->drift.calm + 1 : 0;
+    t->kept.chosen_us = t->drift.base_ref_us = us;
+    t->drift.quiet_checks = 0;
+    t->drift.base_us = t->drift.base_net = -1; /* baselines: from now on */
+    profile_forget(&t->prof);
+    t->kept.since_us = 0;
+    t->drift.run = 0;
     t->phase = PROPHET_TRIAL_CHOSEN;
-    t->current = t->chosen;
-    t->n_recent = t->n_recent_net = 0;
+    t->current = t->kept.chosen;
+    t->drift.n_recent = t->drift.n_recent_net = 0;
 }
 
 /* After the first pass: the duel of its leader, or the choice when there is nothing to duel
@@ -527,32 +529,33 @@ static void choose_kept(prophet_trials_t *t, uint32_t kept, double us)
  * of passthrough over four pairs of bursty windows; passthrough was kept). */
 static void pass_done(prophet_trials_t *t)
 {
-    const uint32_t pt = PROPHET_CAND_PASSTHROUGH, inc = t->incumbent;
+    const uint32_t pt = PROPHET_CAND_PASSTHROUGH, inc = t->kept.incumbent;
     /* the lowest figure leads (passthrough on an equal one); the defender's preference is the
      * duel's, side by side, not a noise allowance on figures taken minutes apart */
-    uint32_t lead = prophet_trials_choose(t->fig, NULL, t->nfig, PROPHET_CAND_COUNT, 0), def;
+    uint32_t lead = prophet_trials_choose(t->pass.fig, NULL, t->pass.nfig, PROPHET_CAND_COUNT, 0),
+             def;
 
     if (lead == PROPHET_CAND_NONE) {
         choose_kept(t, inc < PROPHET_CAND_COUNT ? inc : pt, -1);
         return;
     }
-    if (lead == inc && inc != pt && t->nfig[pt] > 0) {
+    if (lead == inc && inc != pt && t->pass.nfig[pt] > 0) {
         def = inc;
         lead = pt;
     } else {
-        def = inc < PROPHET_CAND_COUNT && inc != lead && t->nfig[inc] > 0 ? inc : pt;
+        def = inc < PROPHET_CAND_COUNT && inc != lead && t->pass.nfig[inc] > 0 ? inc : pt;
     }
-    if (lead == def || t->nfig[def] == 0) {
-        choose_kept(t, lead, t->fig[lead]);
+    if (lead == def || t->pass.nfig[def] == 0) {
+        choose_kept(t, lead, t->pass.fig[lead]);
         return;
     }
-    t->runner = lead != pt ? runner_up(t, lead, def) : PROPHET_CAND_NONE;
+    t->pass.runner = lead != pt ? runner_up(t, lead, def) : PROPHET_CAND_NONE;
     duel_begin(t, PROPHET_DUEL_LEADER, lead, def);
-    if (t->pass_last == def) {
+    if (t->pass.last == def) {
         /* the defender's first-pass window was the last one: it is the first pair's defender
          * window (as the log carries it), and the leader's window follows at once */
-        t->duel_d_us = floor(t->fig[def] + 0.5);
-        t->duel_se = t->pass_last_se;
+        t->duel.d_us = floor(t->pass.fig[def] + 0.5);
+        t->duel.d_se = t->pass.last_se;
         t->current = lead;
     }
 }
@@ -560,10 +563,10 @@ static void pass_done(prophet_trials_t *t)
 /* A first-pass window was judged (fig < 0: no samples): the next candidate, or the pass done. */
 static void pass_window(prophet_trials_t *t, double fig, double se)
 {
-    t->pass_last = fig > 0 ? t->current : PROPHET_CAND_NONE;
-    t->pass_last_se = se;
-    if (++t->pos < t->n_order)
-        t->current = t->order[t->pos];
+    t->pass.last = fig > 0 ? t->current : PROPHET_CAND_NONE;
+    t->pass.last_se = se;
+    if (++t->pass.pos < t->pass.n_order)
+        t->current = t->pass.order[t->pass.pos];
     else
         pass_done(t);
 }
@@ -573,38 +576,39 @@ static double duel_figure(const prophet_trials_t *t, int challenger)
 {
     double v[PROPHET_TRIAL_PAIRS_MAX];
 
-    if (t->duel_pairs == 0)
+    if (t->duel.pairs == 0)
         return -1;
-    memcpy(v, challenger ? t->duel_cf : t->duel_df, sizeof(v[0]) * t->duel_pairs);
-    return prophet_median(v, t->duel_pairs);
+    memcpy(v, challenger ? t->duel.cf : t->duel.df, sizeof(v[0]) * t->duel.pairs);
+    return prophet_median(v, t->duel.pairs);
 }
 
 /* A duel ended: the next duel, the first pass (a re-time that passthrough won), or the choice. */
 static void duel_end(prophet_trials_t *t, int challenger_won)
 {
-    uint32_t winner = challenger_won ? t->duel_c : t->duel_d;
+    uint32_t winner = challenger_won ? t->duel.c : t->duel.d;
     double us = duel_figure(t, challenger_won);
 
-    if (t->duel_kind == PROPHET_DUEL_RETIME) {
+    if (t->duel.kind == PROPHET_DUEL_RETIME) {
         if (!challenger_won) { /* the incumbent still beats passthrough: kept, nothing else */
             choose_kept(t, winner, us);
             return;
         }
         /* the kept plan lost its edge: every candidate again, passthrough the one to beat */
-        t->duel_kind = PROPHET_DUEL_NONE;
-        t->incumbent = PROPHET_CAND_PASSTHROUGH;
-        t->pos = 0;
-        t->current = t->order[0];
+        t->duel.kind = PROPHET_DUEL_NONE;
+        t->kept.incumbent = PROPHET_CAND_PASSTHROUGH;
+        t->pass.pos = 0;
+        t->current = t->pass.order[0];
         return;
     }
-    if (t->duel_kind == PROPHET_DUEL_LEADER && challenger_won && t->runner < PROPHET_CAND_COUNT) {
+    if (t->duel.kind == PROPHET_DUEL_LEADER && challenger_won &&
+        t->pass.runner < PROPHET_CAND_COUNT) {
         /* the leader's window that just ended is the runner-up duel's first defender window */
-        double d_us = t->duel_cf[t->duel_pairs - 1], se = t->duel_last_se;
-        uint32_t r = t->runner;
-        t->runner = PROPHET_CAND_NONE;
+        double d_us = t->duel.cf[t->duel.pairs - 1], se = t->duel.c_se;
+        uint32_t r = t->pass.runner;
+        t->pass.runner = PROPHET_CAND_NONE;
         duel_begin(t, PROPHET_DUEL_RUNNER, r, winner);
-        t->duel_d_us = d_us;
-        t->duel_se = se;
+        t->duel.d_us = d_us;
+        t->duel.d_se = se;
         t->current = r;
         return;
     }
@@ -616,7 +620,7 @@ static void duel_end(prophet_trials_t *t, int challenger_won)
  * PROPHET_TRIAL_NEAR; two plans that close would otherwise take the cap's windows). */
 static uint32_t duel_cap(const prophet_trials_t *t)
 {
-    return t->duel_kind == PROPHET_DUEL_RUNNER ? PROPHET_TRIAL_PAIRS_MIN : PROPHET_TRIAL_PAIRS_MAX;
+    return t->duel.kind == PROPHET_DUEL_RUNNER ? PROPHET_TRIAL_PAIRS_MIN : PROPHET_TRIAL_PAIRS_MAX;
 }
 
 /* A re-time asks whether the incumbent lost its edge: passthrough slower by more than the tie in
@@ -626,10 +630,10 @@ static uint32_t duel_cap(const prophet_trials_t *t)
  * of passthrough 7 iterations on trials, which took the run from 4.6% to 5.7%). */
 static int retime_futile(const prophet_trials_t *t)
 {
-    if (t->duel_kind != PROPHET_DUEL_RETIME || t->duel_pairs < PROPHET_TRIAL_PAIRS_MIN)
+    if (t->duel.kind != PROPHET_DUEL_RETIME || t->duel.pairs < PROPHET_TRIAL_PAIRS_MIN)
         return 0;
-    for (uint32_t i = 0; i < t->duel_pairs; i++)
-        if (!(t->duel_cf[i] / t->duel_df[i] - 1 > PROPHET_TRIAL_TIE))
+    for (uint32_t i = 0; i < t->duel.pairs; i++)
+        if (!(t->duel.cf[i] / t->duel.df[i] - 1 > PROPHET_TRIAL_TIE))
             return 0;
     return 1;
 }
@@ -639,27 +643,27 @@ static void duel_window(prophet_trials_t *t, double fig, double se)
 {
     int verdict = PROPHET_DUEL_GO_ON;
 
-    t->duel_slots++;
+    t->duel.slots++;
     fig = fig > 0 ? floor(fig + 0.5) : -1; /* as the log carries it */
-    if (t->current == t->duel_d) {
-        t->duel_d_us = fig;
-        t->duel_se = se;
-        t->current = t->duel_c;
+    if (t->current == t->duel.d) {
+        t->duel.d_us = fig;
+        t->duel.d_se = se;
+        t->current = t->duel.c;
     } else {
-        if (fig > 0 && t->duel_d_us > 0) {
-            uint32_t n = t->duel_pairs++;
-            t->duel_cf[n] = fig;
-            t->duel_df[n] = t->duel_d_us;
+        if (fig > 0 && t->duel.d_us > 0) {
+            uint32_t n = t->duel.pairs++;
+            t->duel.cf[n] = fig;
+            t->duel.df[n] = t->duel.d_us;
             if (n == 0)
-                t->duel_pair1_se = sqrt(se * se + t->duel_se * t->duel_se) / t->duel_d_us;
-            verdict = prophet_trials_duel_verdict(t->duel_cf, t->duel_df, t->duel_pairs,
-                                                  t->duel_pair1_se);
+                t->duel.pair1_se = sqrt(se * se + t->duel.d_se * t->duel.d_se) / t->duel.d_us;
+            verdict = prophet_trials_duel_verdict(t->duel.cf, t->duel.df, t->duel.pairs,
+                                                  t->duel.pair1_se);
         }
-        t->duel_d_us = -1;
-        t->duel_last_se = se;
-        t->current = t->duel_d;
+        t->duel.d_us = -1;
+        t->duel.c_se = se;
+        t->current = t->duel.d;
         if (verdict == PROPHET_DUEL_GO_ON &&
-            (t->duel_pairs >= duel_cap(t) || t->duel_slots >= 2 * duel_cap(t) || retime_futile(t)))
+            (t->duel.pairs >= duel_cap(t) || t->duel.slots >= 2 * duel_cap(t) || retime_futile(t)))
             verdict = PROPHET_DUEL_DEFENDER; /* the cap: the defender stays */
     }
     if (verdict != PROPHET_DUEL_GO_ON)
@@ -674,14 +678,14 @@ static uint32_t check_interval(prophet_trials_t *t)
     uint32_t every = PROPHET_TRIAL_CHECK_EVERY;
 
     /* under passthrough only a time drift with the network or the profile off starts a round */
-    if (t->chosen != PROPHET_CAND_PASSTHROUGH ||
-        (t->drift_run > 0 && (t->drift_sigs & ~PROPHET_DRIFT_TIME))) {
-        t->quiet_checks = 0;
+    if (t->kept.chosen != PROPHET_CAND_PASSTHROUGH ||
+        (t->drift.run > 0 && (t->drift.sigs & ~PROPHET_DRIFT_TIME))) {
+        t->drift.quiet_checks = 0;
         return every;
     }
-    for (uint32_t k = 0; k < t->quiet_checks && every < PROPHET_TRIAL_CHECK_MAX; k++)
+    for (uint32_t k = 0; k < t->drift.quiet_checks && every < PROPHET_TRIAL_CHECK_MAX; k++)
         every *= 2;
-    t->quiet_checks++;
+    t->drift.quiet_checks++;
     return every < PROPHET_TRIAL_CHECK_MAX ? every : PROPHET_TRIAL_CHECK_MAX;
 }
 
@@ -697,11 +701,11 @@ void prophet_trials_decide(prophet_trials_t *t, prophet_plan_trial_t *out)
     out->round = t->round;
     if (t->phase == PROPHET_TRIAL_RUNNING) {
         if (t->current == PROPHET_CAND_NONE) {
-            t->pos = 0;
-            t->current = t->duel_kind != PROPHET_DUEL_NONE ? t->duel_d : t->order[0];
+            t->pass.pos = 0;
+            t->current = t->duel.kind != PROPHET_DUEL_NONE ? t->duel.d : t->pass.order[0];
         } else if (!close_window(t, out, &fig, &se)) {
             /* one more window of the same candidate */
-        } else if (t->duel_kind != PROPHET_DUEL_NONE) {
+        } else if (t->duel.kind != PROPHET_DUEL_NONE) {
             duel_window(t, fig, se);
         } else {
             pass_window(t, fig, se);
@@ -710,6 +714,6 @@ void prophet_trials_decide(prophet_trials_t *t, prophet_plan_trial_t *out)
     out->phase = t->phase;
     out->candidate = t->current;
     out->next_in = t->phase == PROPHET_TRIAL_RUNNING ? PROPHET_TRIAL_WINDOW : check_interval(t);
-    if (t->phase == PROPHET_TRIAL_CHOSEN && t->chosen_us > 0)
-        out->chosen_us = (uint32_t)(t->chosen_us + 0.5);
+    if (t->phase == PROPHET_TRIAL_CHOSEN && t->kept.chosen_us > 0)
+        out->chosen_us = (uint32_t)(t->kept.chosen_us + 0.5);
 }

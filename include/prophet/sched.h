@@ -316,7 +316,7 @@ typedef enum prophet_cand {
          PROPHET_TRIAL_MAX_WINDOWS * PROPHET_TRIAL_WINDOW +                                        \
      2)
 
-/* What a duel is for (prophet_trials_t.duel_kind). */
+/* What a duel is for (prophet_trials_t.duel.kind). */
 #define PROPHET_DUEL_NONE 0
 #define PROPHET_DUEL_LEADER 1 /* the first pass's leader against the incumbent or passthrough */
 #define PROPHET_DUEL_RUNNER 2 /* the runner-up near the leader against the leader that won */
@@ -328,57 +328,89 @@ typedef enum prophet_cand {
  * iterations under the kept plan; their medians). */
 #define PROPHET_TRIAL_PROFILE_BASE 3
 
-typedef struct prophet_trials {
-    uint32_t phase; /* prophet_trial_phase_t; OFF until the first round begins */
-    uint32_t round;
-    uint32_t order[PROPHET_CAND_COUNT], n_order, pos; /* this round's first pass */
-    uint32_t current;                                 /* the candidate being timed (or kept) */
-    uint32_t windows;                                 /* windows the current candidate had */
-    double fig[PROPHET_CAND_COUNT]; /* first pass: median iteration time, < 0 untried */
-    uint32_t nfig[PROPHET_CAND_COUNT];
-    double win[PROPHET_TRIAL_SAMPLES_MAX]; /* the current window's samples */
-    uint32_t n_win;
-    /* the duel running (duel_kind != PROPHET_DUEL_NONE) */
-    uint32_t duel_kind;
-    uint32_t duel_c, duel_d;   /* challenger, defender */
-    uint32_t duel_pairs;       /* pairs compared */
-    uint32_t duel_slots;       /* windows judged in this duel */
-    double duel_d_us, duel_se; /* the defender's last window (< 0: none pending), its std error */
-    double duel_cf[PROPHET_TRIAL_PAIRS_MAX], duel_df[PROPHET_TRIAL_PAIRS_MAX]; /* the pairs */
-    double duel_pair1_se; /* the first pair's standard error from its windows' samples */
-    double duel_last_se;  /* the standard error of the challenger's last window */
-    int duel_begun;       /* set when a duel begins; cleared by the caller that logs it */
-    uint32_t runner;      /* the first pass's runner-up near the leader, or NONE */
-    uint32_t pass_last;   /* the first pass's last candidate timed (the defender-to-be), or NONE */
-    double pass_last_se;  /* the standard error of its window's figure */
-    uint32_t chosen;
-    double chosen_us;        /* the kept candidate's figure (median of its duel windows) */
-    double kept_for_us;      /* iteration time summed since the choice */
-    double base_us, ref_net; /* baseline under the kept plan (< 0 until taken) */
-    double ref_backward;     /* the profile's backward span then (median of its readings) */
-    /* the profile's backward span, read at the measurement iterations (sched/trials.c,
-     * profile_read): its baseline's readings, and a share of the iteration time for each */
-    double prof_base[PROPHET_TRIAL_PROFILE_BASE], prof_base_share[PROPHET_TRIAL_PROFILE_BASE];
-    uint32_t n_prof_base;
-    double ref_share;         /* the baseline's span as a share of the iteration time (median) */
-    double prof_last;         /* the span read last (a reading: a span other than the one before) */
-    double prof_cur_share;    /* ... its share of the iteration time (median of the last samples) */
-    int prof_cur_off;         /* ... out of step with its baseline */
-    uint32_t prof_off_before; /* consecutive readings out of step before it */
+/* The trials' state, by concern. Each sub-struct is one part of the closed loop's state machine
+ * (sched/trials.c): the window being timed, the first pass, the duel running, the plan kept, the
+ * drift watch over it and the profile's readings. */
+
+/* The window of the candidate being timed (a first-pass window or a duel's). */
+typedef struct prophet_trials_window {
+    uint32_t windows;                     /* windows the current candidate had */
+    double us[PROPHET_TRIAL_SAMPLES_MAX]; /* the current window's samples */
+    uint32_t n;
+} prophet_trials_window_t;
+
+/* The first pass: every candidate of the round timed once, in trial order. */
+typedef struct prophet_trials_pass {
+    uint32_t order[PROPHET_CAND_COUNT], n_order, pos; /* the candidates; the one timed */
+    double fig[PROPHET_CAND_COUNT];                   /* median iteration time, < 0 untried */
+    uint32_t nfig[PROPHET_CAND_COUNT];                /* ... and its samples */
+    uint32_t runner;                                  /* the runner-up near the leader, or NONE */
+    uint32_t last;  /* the last candidate timed (the defender-to-be), or NONE */
+    double last_se; /* the standard error of its window's figure */
+} prophet_trials_pass_t;
+
+/* The duel running (kind != PROPHET_DUEL_NONE): challenger and defender in alternating windows. */
+typedef struct prophet_trials_duel {
+    uint32_t kind;     /* PROPHET_DUEL_* */
+    uint32_t c, d;     /* challenger, defender */
+    uint32_t pairs;    /* pairs compared */
+    uint32_t slots;    /* windows judged in this duel */
+    double d_us, d_se; /* the defender's last window (< 0: none pending), its std error */
+    double cf[PROPHET_TRIAL_PAIRS_MAX], df[PROPHET_TRIAL_PAIRS_MAX]; /* the pairs */
+    double pair1_se; /* the first pair's standard error from its windows' samples */
+    double c_se;     /* the standard error of the challenger's last window */
+    int begun;       /* set when a duel begins; cleared by the caller that logs it */
+} prophet_trials_duel_t;
+
+/* The plan a round kept, and the one kept before it. */
+typedef struct prophet_trials_kept {
+    uint32_t chosen;    /* the candidate kept (NONE: none yet) */
+    double chosen_us;   /* its figure (median of its duel windows) */
+    double since_us;    /* iteration time summed since the choice */
+    uint32_t incumbent; /* the plan kept before this round (PROPHET_CAND_NONE: first round);
+                         * passthrough once it beat the incumbent in a re-time */
+    uint32_t before;    /* the candidate kept before this round, for drift.calm */
+} prophet_trials_kept_t;
+
+/* The drift watch over the kept plan: its baselines, the last samples, and what a drift starts. */
+typedef struct prophet_trials_drift {
+    double base_us, base_net; /* baselines under the kept plan (< 0 until taken) */
     double base_ref_us;       /* the figure the time baseline is checked against (time_baseline) */
-    uint32_t drift_run;       /* consecutive samples off a baseline */
-    uint32_t drift_sigs;      /* PROPHET_DRIFT_* bits off at that run's latest sample */
     double recent[PROPHET_TRIAL_DRIFT_RECENT], recent_net[PROPHET_TRIAL_DRIFT_RECENT];
     uint32_t n_recent, n_recent_net;
+    uint32_t run;          /* consecutive samples off a baseline */
+    uint32_t sigs;         /* PROPHET_DRIFT_* bits off at that run's latest sample */
     int restart;           /* a drift was seen: the next agreement begins a new round */
     const char *reason;    /* what drifted (prophet_drift_name of the run's signals) */
     int time_only;         /* the restart's drift was the iteration time's alone: a re-time */
     int rebased;           /* a time drift under a kept passthrough: new baselines, no round */
-    uint32_t incumbent;    /* the plan kept before this round (PROPHET_CAND_NONE: first round);
-                            * passthrough once it beat the incumbent in a re-time */
-    uint32_t kept_before;  /* the candidate kept before this round, for calm */
     uint32_t calm;         /* restarts in a row that kept the incumbent */
     uint32_t quiet_checks; /* agreements of a kept passthrough with no drift building */
+} prophet_trials_drift_t;
+
+/* The profile's backward span, read at the measurement iterations (sched/trials.c,
+ * profile_read): its baseline's readings, and a share of the iteration time for each. */
+typedef struct prophet_trials_profile {
+    double base[PROPHET_TRIAL_PROFILE_BASE], base_share[PROPHET_TRIAL_PROFILE_BASE];
+    uint32_t n_base;
+    double ref_backward; /* the baseline's span (median of its readings) */
+    double ref_share;    /* the baseline's span as a share of the iteration time (median) */
+    double last;         /* the span read last (a reading: a span other than the one before) */
+    double cur_share;    /* ... its share of the iteration time (median of the last samples) */
+    int cur_off;         /* ... out of step with its baseline */
+    uint32_t off_before; /* consecutive readings out of step before it */
+} prophet_trials_profile_t;
+
+typedef struct prophet_trials {
+    uint32_t phase;                /* prophet_trial_phase_t; OFF until the first round begins */
+    uint32_t round;                /* rounds begun */
+    uint32_t current;              /* the candidate being timed (or kept) */
+    prophet_trials_window_t win;   /* the window being timed */
+    prophet_trials_pass_t pass;    /* the round's first pass */
+    prophet_trials_duel_t duel;    /* the duel running, if any */
+    prophet_trials_kept_t kept;    /* the plan kept, and the one before it */
+    prophet_trials_drift_t drift;  /* the drift watch over the kept plan */
+    prophet_trials_profile_t prof; /* the profile's backward span against its baseline */
 } prophet_trials_t;
 /* After each restart in a row that kept the incumbent, a drift must last twice as long before it
  * restarts the trials again, up to 2^PROPHET_TRIAL_CALM_MAX times PROPHET_TRIAL_DRIFT_LASTS. */
@@ -386,7 +418,7 @@ typedef struct prophet_trials {
 uint32_t prophet_trials_drift_lasts(const prophet_trials_t *t);
 
 const char *prophet_cand_name(uint32_t cand); /* "optimal", ..., "none" */
-/* The signals a drift check watches (prophet_trials_t.drift_sigs). */
+/* The signals a drift check watches (prophet_trials_t.drift.sigs). */
 #define PROPHET_DRIFT_TIME 1u    /* the kept plan's iteration time */
 #define PROPHET_DRIFT_NET 2u     /* the network's bandwidth */
 #define PROPHET_DRIFT_PROFILE 4u /* the profile's backward span */
@@ -432,12 +464,12 @@ void prophet_trials_init(prophet_trials_t *t);
 /* 1 when the next agreement must begin a round (none yet, or a drift was seen). */
 int prophet_trials_wants_round(const prophet_trials_t *t);
 /* Begins a round over cands (distinct, in trial order; n >= 1): a first pass over them, then
- * the duels. A round restarted by a drift of the iteration time alone (time_only) begins with a
- * re-time duel, passthrough against the incumbent: the incumbent still ahead is kept at once
+ * the duels. A round restarted by a drift of the iteration time alone (drift.time_only) begins with
+ * a re-time duel, passthrough against the incumbent: the incumbent still ahead is kept at once
  * (nothing else changed); passthrough ahead goes on with the first pass. The candidate kept
  * before (the incumbent; the caller hands in its plan as it was agreed, not made again) is in
  * every restarted round, added last if cands lacks it; a challenger replaces it only by winning
- * a duel against it. To drop the incumbent (the profile changed), set chosen to
+ * a duel against it. To drop the incumbent (the profile changed), set kept.chosen to
  * PROPHET_CAND_NONE before. */
 int prophet_trials_begin(prophet_trials_t *t, const uint32_t *cands, uint32_t n);
 /* One clean iteration time of candidate `in_force` (the candidate whose plan ran it), with the
@@ -445,7 +477,7 @@ int prophet_trials_begin(prophet_trials_t *t, const uint32_t *cands, uint32_t n)
  * network model's, or under a kept passthrough, which times no operation, the eBPF throughput,
  * judged by PROPHET_TRIAL_DRIFT_NET_DIRECT; < 0: none) and the profile's backward span (<= 0:
  * unknown). In a round, a sample of the candidate being timed joins its window; once chosen,
- * samples feed the drift check, which sets restart. Returns PROPHET_TRIAL_SAMPLE_*. */
+ * samples feed the drift check, which sets drift.restart. Returns PROPHET_TRIAL_SAMPLE_*. */
 #define PROPHET_TRIAL_SAMPLE_IGNORED 0 /* not the candidate being timed, or not a figure */
 #define PROPHET_TRIAL_SAMPLE_WINDOW 1  /* joined the window of the candidate being timed */
 #define PROPHET_TRIAL_SAMPLE_DRIFT 2   /* fed the kept plan's drift check */
@@ -485,7 +517,7 @@ void prophet_closed_loop_reset(prophet_closed_loop_t *l);
 int prophet_closed_loop_sample(prophet_closed_loop_t *l, uint32_t cand, double iter_us,
                                double net_Bps, double backward_us);
 /* What drifted since the last call (NULL: nothing); *restart: 1 when it starts trials at the next
- * agreement, 0 when passthrough was kept on new baselines (prophet_trials_t.rebased). */
+ * agreement, 0 when passthrough was kept on new baselines (prophet_trials_t.drift.rebased). */
 const char *prophet_closed_loop_drift(prophet_closed_loop_t *l, int *restart);
 /* At an agreement: the plan to broadcast (its trial part filled), for the profile and the fitted
  * network of the moment. 0, or a negative errno (the caller then makes a plan without the loop). */

@@ -332,7 +332,7 @@ static int trace_run(const trace_t *t)
             switch_at = i + 2;
             agree = i + plan->trial.next_in;
             if (next_phase == PROPHET_TRIAL_CHOSEN && last_phase == PROPHET_TRIAL_RUNNING) {
-                uint32_t inc = prophet_closed_loop_trials(l)->kept_before;
+                uint32_t inc = prophet_closed_loop_trials(l)->kept.before;
                 rounds++;
                 printf("  %s: iteration %u: round %u kept %s (%u us)%s%s\n", t->name, i,
                        plan->trial.round, prophet_cand_name(next), plan->trial.chosen_us,

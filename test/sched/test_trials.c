@@ -105,7 +105,7 @@ static uint32_t run_round(prophet_trials_t *t, const double *truth, const uint32
         CHECK(d.candidate < PROPHET_CAND_COUNT && d.next_in >= 3);
         if (d.phase == PROPHET_TRIAL_CHOSEN) {
             *iters = it;
-            CHECK(d.chosen_us > 0 || t->fig[d.candidate] < 0);
+            CHECK(d.chosen_us > 0 || t->pass.fig[d.candidate] < 0);
             return d.candidate;
         }
         CHECK(it <= PROPHET_TRIAL_ROUND_BOUND);
@@ -145,17 +145,17 @@ static void test_round(void)
                         &iters, (uint64_t)trial + 1);
         CHECKF(got == best, "round %d: kept %s (%.0f us), the best measured is %s (%.0f us)", trial,
                prophet_cand_name(got), truth[got], prophet_cand_name(best), truth[best]);
-        CHECKF(t.fig[best] > 0 && fabs(t.fig[best] - truth[best]) < 0.01 * truth[best],
-               "the median of the best's window is %.0f, its figure %.0f", t.fig[best],
+        CHECKF(t.pass.fig[best] > 0 && fabs(t.pass.fig[best] - truth[best]) < 0.01 * truth[best],
+               "the median of the best's window is %.0f, its figure %.0f", t.pass.fig[best],
                truth[best]);
         CHECKF(iters <= PROPHET_TRIAL_ROUND_BOUND, "round took %u iterations", iters);
         /* with no measurement iteration in the way, one window per candidate, passthrough's
          * last, and that window is the duel's first defender window */
         if (trial % 3 == 0)
-            CHECKF(iters == (PROPHET_CAND_COUNT + (best != PT ? 2 * t.duel_pairs - 1 : 0)) *
+            CHECKF(iters == (PROPHET_CAND_COUNT + (best != PT ? 2 * t.duel.pairs - 1 : 0)) *
                                 PROPHET_TRIAL_WINDOW &&
-                       (best == PT || t.duel_pairs >= PROPHET_TRIAL_PAIRS_MIN),
-                   "round took %u (%u pairs)", iters, t.duel_pairs);
+                       (best == PT || t.duel.pairs >= PROPHET_TRIAL_PAIRS_MIN),
+                   "round took %u (%u pairs)", iters, t.duel.pairs);
     }
     /* passthrough within the margin of the best: holding nothing is kept */
     {
@@ -173,7 +173,7 @@ static void test_round(void)
         /* no runner-up: one duel of two pairs, the first pass's passthrough window its first
          * defender window */
         CHECK(iters == (2 + 2 * PROPHET_TRIAL_PAIRS_MIN - 1) * PROPHET_TRIAL_WINDOW);
-        CHECK(t.fig[PROPHET_CAND_PROPHET] < 0); /* never tried */
+        CHECK(t.pass.fig[PROPHET_CAND_PROPHET] < 0); /* never tried */
     }
     CHECK(prophet_trials_begin(&t, all, 0) != 0);
     {
@@ -262,7 +262,7 @@ static void test_drift(void)
         prophet_trials_decide(&t, &d);
         CHECK(d.phase == PROPHET_TRIAL_CHOSEN && d.candidate == PROPHET_CAND_OPTIMAL);
         settle(&t, PROPHET_CAND_OPTIMAL, 1000, net_ok); /* the baselines under it */
-        CHECK(t.base_us == 1000 && t.ref_net == net_ok);
+        CHECK(t.drift.base_us == 1000 && t.drift.base_net == net_ok);
         for (int i = 0; i < 50; i++) /* within every threshold */
             prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, i % 2 ? 1200 : 800,
                                   net_ok * (i % 2 ? 1.25 : 0.8), i % 2 ? 960 : 640);
@@ -292,9 +292,9 @@ static void test_drift(void)
         }
         CHECKF(seen > 0 && seen <= PROPHET_TRIAL_DRIFT_RECENT / 2 + 1 + PROPHET_TRIAL_DRIFT_LASTS,
                "drift %d not seen (%d samples)", what, seen);
-        CHECKF(t.reason && strcmp(t.reason, names[what]) == 0 && t.drift_sigs == sig &&
-                   t.time_only == (sig == PROPHET_DRIFT_TIME),
-               "drift %d: reason %s", what, t.reason ? t.reason : "none");
+        CHECKF(t.drift.reason && strcmp(t.drift.reason, names[what]) == 0 && t.drift.sigs == sig &&
+                   t.drift.time_only == (sig == PROPHET_DRIFT_TIME),
+               "drift %d: reason %s", what, t.drift.reason ? t.drift.reason : "none");
         CHECK(prophet_trials_begin(&t, two, 2) == 0);
         prophet_trials_decide(&t, &d);
         /* a time drift re-times the incumbent first (its window opens the duel); otherwise the
@@ -342,28 +342,28 @@ static void test_profile_readings(void)
             prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, 1300, 1e8,
                                   next_off == 2 ? 1040 + i % 2 : 1400);
         if (next_off == 2) { /* every span in step with the iteration: a time drift */
-            CHECKF(prophet_trials_wants_round(&t) && t.time_only,
+            CHECKF(prophet_trials_wants_round(&t) && t.drift.time_only,
                    "spans in step: restart %d, time only %d (%s)", prophet_trials_wants_round(&t),
-                   t.time_only, t.reason ? t.reason : "none");
+                   t.drift.time_only, t.drift.reason ? t.drift.reason : "none");
             continue;
         }
         CHECKF(!prophet_trials_wants_round(&t),
                "one span out of step: restarted after %d samples (%s)", i,
-               t.reason ? t.reason : "none");
+               t.drift.reason ? t.drift.reason : "none");
         if (next_off == 3) { /* no next reading: the drift waits a bounded time */
             for (i = 0; i < 60 && !prophet_trials_wants_round(&t); i++)
                 prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, 1300, 1e8, 0);
-            CHECKF(prophet_trials_wants_round(&t) && t.time_only,
+            CHECKF(prophet_trials_wants_round(&t) && t.drift.time_only,
                    "no next span: restart %d, time only %d", prophet_trials_wants_round(&t),
-                   t.time_only);
+                   t.drift.time_only);
             continue;
         }
         prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, 1300, 1e8, next_off ? 1401 : 1041);
-        CHECKF(prophet_trials_wants_round(&t) && t.time_only == !next_off &&
-                   t.drift_sigs ==
+        CHECKF(prophet_trials_wants_round(&t) && t.drift.time_only == !next_off &&
+                   t.drift.sigs ==
                        (next_off ? PROPHET_DRIFT_TIME | PROPHET_DRIFT_PROFILE : PROPHET_DRIFT_TIME),
                "next span %s: restart %d, signals %u", next_off ? "out of step" : "in step",
-               prophet_trials_wants_round(&t), t.drift_sigs);
+               prophet_trials_wants_round(&t), t.drift.sigs);
     }
 }
 
@@ -405,7 +405,7 @@ static void test_net_settle(void)
                                   kept - (kept - before) * exp(-elapsed / tau_us), 800);
         }
         CHECKF(!prophet_trials_wants_round(&t), "the climb after the choice restarted (%s)",
-               t.reason ? t.reason : "?");
+               t.drift.reason ? t.drift.reason : "?");
         for (int i = 0; i < 3 * PROPHET_TRIAL_DRIFT_LASTS && seen < 0; i++) {
             prophet_trials_sample(&t, PROPHET_CAND_OPTIMAL, 1.5 * us, link ? kept / 4 : kept,
                                   800 * 1.5);
@@ -414,8 +414,8 @@ static void test_net_settle(void)
         }
         CHECKF(seen > 0 && seen <= PROPHET_TRIAL_DRIFT_RECENT / 2 + 1 + PROPHET_TRIAL_DRIFT_LASTS,
                "%s: not seen (%d samples)", link ? "a slower link" : "a slower host", seen);
-        CHECKF(t.time_only == !link, "%s: %s", link ? "a slower link" : "a slower host",
-               t.reason ? t.reason : "?");
+        CHECKF(t.drift.time_only == !link, "%s: %s", link ? "a slower link" : "a slower host",
+               t.drift.reason ? t.drift.reason : "?");
     }
 }
 
@@ -444,14 +444,15 @@ static void test_change_at_choice(void)
                 seen = i + 1;
         }
         if (!slowed) {
-            CHECKF(seen < 0 && t.base_us == after,
+            CHECKF(seen < 0 && t.drift.base_us == after,
                    "a kept plan 1.2x its figure: restart after %d samples, baseline %.0f", seen,
-                   t.base_us);
+                   t.drift.base_us);
             continue;
         }
         CHECKF(seen > 0 && seen <= PROPHET_TRIAL_DRIFT_RECENT + PROPHET_TRIAL_DRIFT_LASTS,
-               "a change at the choice not seen (%d samples, baseline %.0f)", seen, t.base_us);
-        CHECK(t.reason && strcmp(t.reason, "iteration time") == 0);
+               "a change at the choice not seen (%d samples, baseline %.0f)", seen,
+               t.drift.base_us);
+        CHECK(t.drift.reason && strcmp(t.drift.reason, "iteration time") == 0);
     }
 }
 
@@ -479,12 +480,12 @@ static void test_net_dip(void)
                                   : i < 6    ? 0.3e8
                                              : 1e8,
                                   800 * 1.4);
-        CHECKF(prophet_trials_wants_round(&t) && t.time_only == (how < 2),
+        CHECKF(prophet_trials_wants_round(&t) && t.drift.time_only == (how < 2),
                "bandwidth %s: restart %d, %s",
                how == 0   ? "0.65x"
                : how == 1 ? "dipped"
                           : "0.25x",
-               prophet_trials_wants_round(&t), t.reason ? t.reason : "none");
+               prophet_trials_wants_round(&t), t.drift.reason ? t.drift.reason : "none");
     }
 }
 
@@ -504,9 +505,10 @@ static void test_net_passthrough(void)
     settle(&t, PT, 1000, 7.3e7);
     for (int i = 0; i < 4 * PROPHET_TRIAL_DRIFT_LASTS && !prophet_trials_wants_round(&t); i++)
         prophet_trials_sample(&t, PT, 1600, 3.9e7, 800 * 1.6);
-    CHECKF(prophet_trials_wants_round(&t) && !t.time_only && !t.rebased,
+    CHECKF(prophet_trials_wants_round(&t) && !t.drift.time_only && !t.drift.rebased,
            "passthrough, a link at a quarter: restart %d, rebased %d (%s)",
-           prophet_trials_wants_round(&t), t.rebased, t.reason ? t.reason : "none");
+           prophet_trials_wants_round(&t), t.drift.rebased,
+           t.drift.reason ? t.drift.reason : "none");
 }
 
 /* A re-time on a bursty host: passthrough behind the incumbent in both of the first two pairs, by
@@ -528,7 +530,7 @@ static void test_retime_futile(void)
         CHECK(judge(&t, truth) == PROPHET_CAND_OPTIMAL);
         drift_until_restart(&t, PROPHET_CAND_OPTIMAL, truth[0], 0);
         CHECK(prophet_trials_begin(&t, all, PROPHET_CAND_COUNT) == 0);
-        CHECK(t.duel_kind == PROPHET_DUEL_RETIME);
+        CHECK(t.duel.kind == PROPHET_DUEL_RETIME);
         for (int w = 0; w < 4; w++) { /* incumbent, passthrough, incumbent, passthrough */
             prophet_trials_decide(&t, &d);
             CHECKF(d.phase == PROPHET_TRIAL_RUNNING &&
@@ -540,9 +542,9 @@ static void test_retime_futile(void)
         prophet_trials_decide(&t, &d);
         if (!at_tie)
             CHECKF(d.phase == PROPHET_TRIAL_CHOSEN && d.candidate == PROPHET_CAND_OPTIMAL &&
-                       t.duel_pairs == 2,
+                       t.duel.pairs == 2,
                    "passthrough behind in both pairs: phase %d, %s, %u pairs", d.phase,
-                   prophet_cand_name(d.candidate), t.duel_pairs);
+                   prophet_cand_name(d.candidate), t.duel.pairs);
         else
             CHECKF(d.phase == PROPHET_TRIAL_RUNNING && d.candidate == PROPHET_CAND_OPTIMAL,
                    "a pair at the tie: the duel ended (phase %d)", d.phase);
@@ -565,20 +567,20 @@ static void test_retime(void)
     CHECK(prophet_trials_begin(&t, all, PROPHET_CAND_COUNT) == 0);
     CHECK(judge(&t, truth) == PROPHET_CAND_OPTIMAL);
     for (int again = 0; again < 2; again++) {
-        uint32_t calm = t.calm;
+        uint32_t calm = t.drift.calm;
         drift_until_restart(&t, PROPHET_CAND_OPTIMAL, truth[0], 0);
-        CHECK(t.time_only);
+        CHECK(t.drift.time_only);
         CHECK(prophet_trials_begin(&t, all, PROPHET_CAND_COUNT) == 0);
-        CHECK(t.duel_kind == PROPHET_DUEL_RETIME && t.duel_c == PT &&
-              t.duel_d == PROPHET_CAND_OPTIMAL);
+        CHECK(t.duel.kind == PROPHET_DUEL_RETIME && t.duel.c == PT &&
+              t.duel.d == PROPHET_CAND_OPTIMAL);
         prophet_trials_decide(&t, &d);
         CHECKF(d.candidate == PROPHET_CAND_OPTIMAL, "re-time %d: first window %s", again,
                prophet_cand_name(d.candidate));
         CHECK(judge(&t, truth) == PROPHET_CAND_OPTIMAL);
         /* 30% ahead in one pair: kept at once, nothing else tried */
-        CHECKF(t.duel_pairs == 1 && t.fig[PROPHET_CAND_FUSION] < 0 && t.calm == calm + 1,
-               "re-time %d: %u pairs, fusion %.0f", again, t.duel_pairs,
-               t.fig[PROPHET_CAND_FUSION]);
+        CHECKF(t.duel.pairs == 1 && t.pass.fig[PROPHET_CAND_FUSION] < 0 && t.drift.calm == calm + 1,
+               "re-time %d: %u pairs, fusion %.0f", again, t.duel.pairs,
+               t.pass.fig[PROPHET_CAND_FUSION]);
     }
     /* the incumbent lost its edge: passthrough wins the re-time, every candidate again */
     {
@@ -586,13 +588,13 @@ static void test_retime(void)
         drift_until_restart(&t, PROPHET_CAND_OPTIMAL, truth[0], 0);
         CHECK(prophet_trials_begin(&t, all, PROPHET_CAND_COUNT) == 0);
         CHECK(judge(&t, now) == PROPHET_CAND_OPTIMAL_ALPHA4);
-        CHECK(t.fig[PROPHET_CAND_FUSION] > 0 && t.calm == 0);
+        CHECK(t.pass.fig[PROPHET_CAND_FUSION] > 0 && t.drift.calm == 0);
     }
     /* the network changed: every candidate again */
     drift_until_restart(&t, PROPHET_CAND_OPTIMAL_ALPHA4, 700, 1);
-    CHECK(!t.time_only);
+    CHECK(!t.drift.time_only);
     CHECK(prophet_trials_begin(&t, all, PROPHET_CAND_COUNT) == 0);
-    CHECK(t.duel_kind == PROPHET_DUEL_NONE && t.n_order == PROPHET_CAND_COUNT);
+    CHECK(t.duel.kind == PROPHET_DUEL_NONE && t.pass.n_order == PROPHET_CAND_COUNT);
     CHECK(judge(&t, truth) == PROPHET_CAND_OPTIMAL);
     /* passthrough kept: a time drift starts no round */
     {
@@ -606,10 +608,10 @@ static void test_retime(void)
         settle(&t, PT, 1000, 1e8);
         for (uint32_t i = 0; i < 4 * lasts; i++)
             prophet_trials_sample(&t, PT, 1500, 1e8, 800);
-        CHECKF(!prophet_trials_wants_round(&t) && t.reason && t.rebased &&
+        CHECKF(!prophet_trials_wants_round(&t) && t.drift.reason && t.drift.rebased &&
                    prophet_trials_drift_lasts(&t) == 2 * lasts,
                "passthrough kept, time drift: round %d, rebased %d, lasts %u",
-               prophet_trials_wants_round(&t), t.rebased, prophet_trials_drift_lasts(&t));
+               prophet_trials_wants_round(&t), t.drift.rebased, prophet_trials_drift_lasts(&t));
     }
     /* a kept passthrough's agreements back off (10, 20, 40, 40 iterations apart) and come back to
      * every 10 while a drift of the network builds up (a time drift starts no round under
@@ -629,12 +631,12 @@ static void test_retime(void)
         }
         for (int i = 0; i < PROPHET_TRIAL_DRIFT_RECENT / 2 + 1; i++) /* the time alone drifts */
             prophet_trials_sample(&t, PT, 1500, 1e8, 800);
-        CHECK(t.drift_run > 0);
+        CHECK(t.drift.run > 0);
         prophet_trials_decide(&t, &d);
         CHECKF(d.next_in == PROPHET_TRIAL_CHECK_MAX, "a time drift: next in %u", d.next_in);
         for (int i = 0; i < PROPHET_TRIAL_DRIFT_RECENT / 2 + 1; i++) /* the network drifts */
             prophet_trials_sample(&t, PT, 1500, 2e7, 800);
-        CHECK(t.drift_run > 0 && !prophet_trials_wants_round(&t));
+        CHECK(t.drift.run > 0 && !prophet_trials_wants_round(&t));
         prophet_trials_decide(&t, &d);
         CHECKF(d.next_in == PROPHET_TRIAL_CHECK_EVERY, "a drift building: next in %u", d.next_in);
         prophet_trials_init(&t); /* a kept plan that holds calls: every 10 */
@@ -672,7 +674,7 @@ static void test_incumbent_leads(void)
     CHECK(prophet_trials_begin(&t, four, 4) == 0);
     CHECK(judge(&t, r1) == PROPHET_CAND_PROPHET);
     drift_until_restart(&t, PROPHET_CAND_PROPHET, r1[PROPHET_CAND_PROPHET], 1);
-    CHECK(!t.time_only);
+    CHECK(!t.drift.time_only);
     CHECK(prophet_trials_begin(&t, four, 4) == 0);
     for (int k = 0; k < 4 * PROPHET_CAND_COUNT; k++) {
         uint32_t c;
@@ -724,18 +726,18 @@ static void test_incumbent(void)
         r2[PROPHET_CAND_OPTIMAL_ALPHA4] = cases[k].a4;
         prophet_trials_init(&t);
         CHECK(prophet_trials_begin(&t, all, PROPHET_CAND_COUNT) == 0);
-        CHECK(t.incumbent == NONE);
+        CHECK(t.kept.incumbent == NONE);
         CHECK(judge(&t, r1) == PROPHET_CAND_OPTIMAL_ALPHA4);
         lasts0 = prophet_trials_drift_lasts(&t);
         drift_until_restart(&t, PROPHET_CAND_OPTIMAL_ALPHA4, r1[PROPHET_CAND_OPTIMAL_ALPHA4], 1);
         CHECK(prophet_trials_begin(&t, no_a4, 6) == 0);
-        CHECKF(t.incumbent == PROPHET_CAND_OPTIMAL_ALPHA4 &&
-                   t.order[t.n_order - 1] == PROPHET_CAND_OPTIMAL_ALPHA4,
+        CHECKF(t.kept.incumbent == PROPHET_CAND_OPTIMAL_ALPHA4 &&
+                   t.pass.order[t.pass.n_order - 1] == PROPHET_CAND_OPTIMAL_ALPHA4,
                "case '%s': the incumbent is not in the round", cases[k].what);
         uint32_t kept = judge(&t, r2);
         CHECKF(kept == cases[k].want, "case '%s': kept %s, want %s", cases[k].what,
                prophet_cand_name(kept), prophet_cand_name(cases[k].want));
-        CHECKF(t.fig[kept] <= r2[PROPHET_CAND_OPTIMAL_ALPHA4] + 1,
+        CHECKF(t.pass.fig[kept] <= r2[PROPHET_CAND_OPTIMAL_ALPHA4] + 1,
                "case '%s': kept a plan slower than the incumbent", cases[k].what);
         CHECKF(prophet_trials_drift_lasts(&t) ==
                    (kept == PROPHET_CAND_OPTIMAL_ALPHA4 ? 2 : 1) * lasts0,
@@ -953,10 +955,10 @@ static void test_duel(void)
             for (int i = 0; i < 4; i++)
                 prophet_trials_sample(&t, d.candidate, v, 1e8, 800);
         }
-        CHECKF(d.candidate == PT && t.duel_pairs == PROPHET_TRIAL_PAIRS_MAX &&
+        CHECKF(d.candidate == PT && t.duel.pairs == PROPHET_TRIAL_PAIRS_MAX &&
                    n == PROPHET_CAND_COUNT + 2 * PROPHET_TRIAL_PAIRS_MAX - 1,
                "disagreeing pairs: kept %s after %u pairs, %u windows",
-               prophet_cand_name(d.candidate), t.duel_pairs, n);
+               prophet_cand_name(d.candidate), t.duel.pairs, n);
     }
     /* passthrough leads the first pass: nothing to duel, the round ends there */
     {
@@ -966,7 +968,7 @@ static void test_duel(void)
         prophet_trials_t t;
         prophet_trials_init(&t);
         CHECK(prophet_trials_begin(&t, loop_order, PROPHET_CAND_COUNT) == 0);
-        CHECK(judge(&t, pt_first) == PT && t.duel_pairs == 0);
+        CHECK(judge(&t, pt_first) == PT && t.duel.pairs == 0);
     }
 }
 
