@@ -20,10 +20,10 @@ void prophet_hold_before_call(prophet_comm_t *c, CUstream st)
 {
     hold_depset_t open = {0};
     hold_stream_t *h;
-    prophet_comm_t *only = atomic_load(&prophet_hold_dep_comm);
+    prophet_comm_t *only = atomic_load(&prophet_hold_engine.dep_comm);
 
     /* nothing of another communicator was ever held: st cannot be behind one */
-    if (!prophet_hold_armed() || only == NULL || only == c || prophet_hold_forked)
+    if (!prophet_hold_armed() || only == NULL || only == c || prophet_hold_engine.forked)
         return;
     HOLD_LOCK();
     if ((h = prophet_hold_stream(st, 0)) != NULL) {
@@ -68,8 +68,8 @@ int prophet_hold_may_join(prophet_comm_t *c, CUstream st, uint32_t gen)
     int legacy, perthread, ok = 1;
     hold_stream_t *h;
 
-    if (!atomic_load(&prophet_hold_any_taint) ||
-        prophet_hold_forked) /* no stream materially behind a block */
+    if (!atomic_load(&prophet_hold_engine.any_taint) ||
+        prophet_hold_engine.forked) /* no stream materially behind a block */
         return 1;
     HOLD_LOCK();
     prophet_hold_stream_norm(st, 0, &key, &real, &legacy, &perthread);
@@ -107,7 +107,7 @@ void prophet_hold_call_held(prophet_comm_t *c, CUstream st, uint32_t gen, const 
     hold_comm_t *hc;
     hold_stream_t *h;
 
-    if (prophet_hold_forked)
+    if (prophet_hold_engine.forked)
         return;
     prophet_hold_fork_guard();
     HOLD_LOCK();
@@ -118,7 +118,7 @@ void prophet_hold_call_held(prophet_comm_t *c, CUstream st, uint32_t gen, const 
         hc->owner = pthread_self();
         hc->stream = h ? h->key : NULL;
         hc->nrange = 0;
-        prophet_hold_nopen++;
+        prophet_hold_engine.nopen++;
     }
     if (hc) {
         hold_range_add(hc, send, bytes);
@@ -179,7 +179,7 @@ void prophet_hold_block_released(prophet_comm_t *c, uint32_t gen, int how)
     hc = prophet_hold_comm(c);
     if (hc && hc->open_gen) {
         hc->open_gen = 0;
-        prophet_hold_nopen--;
+        prophet_hold_engine.nopen--;
     }
     if (hc)
         hc->released = gen;
@@ -187,13 +187,13 @@ void prophet_hold_block_released(prophet_comm_t *c, uint32_t gen, int how)
         __atomic_store_n(c->gpu.gate_host, gen, __ATOMIC_RELEASE);
     /* taints on this block are over: the gates stay on the GPU (no stream with a dependency or
      * a taint: nothing to prune, and no walk over every bucket per block) */
-    for (int b = 0; prophet_hold_nlive_streams > 0 && b < HOLD_STREAM_BUCKETS; b++)
-        for (hold_stream_t *h = prophet_hold_streams[b]; h; h = h->next)
+    for (int b = 0; prophet_hold_engine.nlive_streams > 0 && b < HOLD_STREAM_BUCKETS; b++)
+        for (hold_stream_t *h = prophet_hold_engine.streams[b]; h; h = h->next)
             HOLD_STREAM_CHANGE(h, {
                 prophet_hold_taint_prune(&h->taint);
                 prophet_hold_vdeps_prune(&h->vdeps);
             });
-    for (hold_rec_t *r = prophet_hold_virt_head, *n; r; r = n) {
+    for (hold_rec_t *r = prophet_hold_engine.virt_head, *n; r; r = n) {
         n = r->vnext;
         for (int i = 0; i < r->deps.n; i++)
             if (r->deps.d[i].c == c) {
@@ -202,13 +202,14 @@ void prophet_hold_block_released(prophet_comm_t *c, uint32_t gen, int how)
             }
     }
     /* records that are not virtual but still carry a taint (none: no walk) */
-    for (int b = 0; prophet_hold_nlive_recs > prophet_hold_nvirt && b < HOLD_EVENT_BUCKETS; b++)
-        for (hold_rec_t *r = prophet_hold_recs[b], *n; r; r = n) {
+    for (int b = 0;
+         prophet_hold_engine.nlive_recs > prophet_hold_engine.nvirt && b < HOLD_EVENT_BUCKETS; b++)
+        for (hold_rec_t *r = prophet_hold_engine.recs[b], *n; r; r = n) {
             n = r->next;
             if (!r->virt)
                 prophet_hold_rec_settle(r);
         }
     prophet_hold_rearm();
-    pthread_cond_broadcast(&prophet_hold_cond);
+    pthread_cond_broadcast(&prophet_hold_engine.cond);
     HOLD_UNLOCK();
 }

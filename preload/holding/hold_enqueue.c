@@ -89,11 +89,11 @@ int prophet_hold_event_record(CUevent e, CUstream s, int ptsz, CUresult *rc)
     }
     r->virt = 1;
     r->vprev = NULL;
-    r->vnext = prophet_hold_virt_head;
-    if (prophet_hold_virt_head)
-        prophet_hold_virt_head->vprev = r;
-    prophet_hold_virt_head = r;
-    prophet_hold_nvirt++;
+    r->vnext = prophet_hold_engine.virt_head;
+    if (prophet_hold_engine.virt_head)
+        prophet_hold_engine.virt_head->vprev = r;
+    prophet_hold_engine.virt_head = r;
+    prophet_hold_engine.nvirt++;
     *rc = CUDA_SUCCESS;
     handled = 1;
 out:

@@ -190,7 +190,7 @@ CUresult prophet_hold_materialise(hold_stream_t *h)
         h->vdeps.n = 0;
     });
     prophet_hold_stream_touched(h);
-    for (hold_rec_t *r = prophet_hold_virt_head, *n; r; r = n) {
+    for (hold_rec_t *r = prophet_hold_engine.virt_head, *n; r; r = n) {
         n = r->vnext;
         if (r->s != h || hold_rec_behind_other(r, &gated))
             continue;
@@ -236,9 +236,9 @@ void prophet_hold_release_or_wait(hold_dep_t *open, int n)
                 void (*release)(prophet_comm_t *) = atomic_load(&hold_release_fn);
                 if (!release)
                     break;
-                pthread_mutex_unlock(&prophet_hold_lock);
+                pthread_mutex_unlock(&prophet_hold_engine.lock);
                 release(open[i].c);
-                pthread_mutex_lock(&prophet_hold_lock);
+                pthread_mutex_lock(&prophet_hold_engine.lock);
                 if (h->open_gen && prophet_hold_gen_before(h->open_gen, open[i].gen) &&
                     pthread_equal(h->owner, self))
                     break; /* nothing was pending after all (state out of step): do not spin */
@@ -267,7 +267,7 @@ void prophet_hold_release_or_wait(hold_dep_t *open, int n)
                 ts.tv_sec++;
                 ts.tv_nsec -= 1000000000L;
             }
-            pthread_cond_timedwait(&prophet_hold_cond, &prophet_hold_lock, &ts);
+            pthread_cond_timedwait(&prophet_hold_engine.cond, &prophet_hold_engine.lock, &ts);
         }
     }
 }
@@ -295,7 +295,7 @@ void prophet_hold_work(CUstream s, int ptsz, int may_release)
     hold_depset_t open = {0};
     hold_stream_t *h;
 
-    if (!prophet_hold_armed() || prophet_hold_forked)
+    if (!prophet_hold_armed() || prophet_hold_engine.forked)
         return;
     HOLD_LOCK();
     if ((h = prophet_hold_stream(s, ptsz)) != NULL) {

@@ -27,7 +27,7 @@ static atomic_int hold_ipcs_warned;
 
 void prophet_hold_ipc_event(CUevent e)
 {
-    if (!e || prophet_hold_forked) /* a forked child's engine is off: every record real */
+    if (!e || prophet_hold_engine.forked) /* a forked child's engine is off: every record real */
         return;
     prophet_hold_fork_guard();
     /* not remembered: every record is then real (the set answers "has" for every handle) */
@@ -38,7 +38,7 @@ void prophet_hold_ipc_event(CUevent e)
 
 void prophet_hold_ipc_forget(CUevent e)
 {
-    if (prophet_hold_forked)
+    if (prophet_hold_engine.forked)
         return;
     prophet_hold_evset_forget(&hold_ipcs, e);
 }
@@ -161,12 +161,12 @@ static void hold_release_all(void)
 {
     hold_depset_t open = {0};
 
-    for (hold_comm_t *hc = prophet_hold_comm_all; hc; hc = hc->all_next)
+    for (hold_comm_t *hc = prophet_hold_engine.comm_all; hc; hc = hc->all_next)
         if (hc->open_gen && prophet_hold_dep_add(&open, hc->c, hc->open_gen) != 0)
             prophet_msg(PROPHET_LOG_WARN, "out of memory collecting the held blocks to release");
     prophet_hold_release_or_wait(open.d, open.n);
-    for (int b = 0; prophet_hold_nlive_streams > 0 && b < HOLD_STREAM_BUCKETS; b++)
-        for (hold_stream_t *h = prophet_hold_streams[b]; h; h = h->next)
+    for (int b = 0; prophet_hold_engine.nlive_streams > 0 && b < HOLD_STREAM_BUCKETS; b++)
+        for (hold_stream_t *h = prophet_hold_engine.streams[b]; h; h = h->next)
             prophet_hold_stream_prune(h);
     prophet_hold_depset_free(&open);
 }
@@ -180,14 +180,14 @@ void prophet_hold_ctx_record(CUevent e)
         return;
     HOLD_LOCK();
     hold_release_all(); /* every open block released (by its thread; others waited for) */
-    for (hold_comm_t *hc = prophet_hold_comm_all; hc; hc = hc->all_next)
+    for (hold_comm_t *hc = prophet_hold_engine.comm_all; hc; hc = hc->all_next)
         if (hc->released && !prophet_hold_complete(&(hold_dep_t){hc->c, hc->released}))
             prophet_hold_dep_add(&done, hc->c, hc->released);
     /* records still virtual (a release that could not issue them): behind gates on their stream */
-    while (prophet_hold_virt_head) {
-        hold_rec_t *v = prophet_hold_virt_head;
+    while (prophet_hold_engine.virt_head) {
+        hold_rec_t *v = prophet_hold_engine.virt_head;
         prophet_hold_materialise(v->s);
-        if (prophet_hold_virt_head == v) /* not issued (out of memory): do not spin */
+        if (prophet_hold_engine.virt_head == v) /* not issued (out of memory): do not spin */
             break;
     }
     if ((r = prophet_hold_rec_find(e)) != NULL) { /* the driver's record replaces it */
@@ -203,7 +203,7 @@ void prophet_hold_ctx_record(CUevent e)
 
 void prophet_hold_graph_event(CUevent e)
 {
-    if (!e || prophet_hold_forked || prophet_hold_inside())
+    if (!e || prophet_hold_engine.forked || prophet_hold_inside())
         return;
     prophet_hold_fork_guard();
     if (prophet_hold_evset_add(&hold_graph_events, e) != 0)
@@ -212,7 +212,7 @@ void prophet_hold_graph_event(CUevent e)
 
 void prophet_hold_graph_forget(CUevent e)
 {
-    if (prophet_hold_forked)
+    if (prophet_hold_engine.forked)
         return;
     prophet_hold_evset_forget(&hold_graph_events, e);
 }

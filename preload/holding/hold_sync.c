@@ -104,7 +104,7 @@ static int hold_stream_pending(hold_stream_t *h)
     for (int i = 0; i < h->vdeps.n; i++)
         if (!prophet_hold_complete(&h->vdeps.d[i]))
             return 1;
-    for (hold_rec_t *r = prophet_hold_virt_head; r; r = r->vnext)
+    for (hold_rec_t *r = prophet_hold_engine.virt_head; r; r = r->vnext)
         if (r->s == h)
             return 1;
     return 0;
@@ -211,10 +211,10 @@ void prophet_hold_stream_sync(CUstream s, int ptsz)
 /* Adds the open blocks that real work waits for (a stream's taint) to `out`. Called locked. */
 static void hold_collect_gated(hold_depset_t *out)
 {
-    if (!atomic_load(&prophet_hold_any_taint))
+    if (!atomic_load(&prophet_hold_engine.any_taint))
         return;
     for (int b = 0; b < HOLD_STREAM_BUCKETS; b++)
-        for (hold_stream_t *h = prophet_hold_streams[b]; h; h = h->next)
+        for (hold_stream_t *h = prophet_hold_engine.streams[b]; h; h = h->next)
             prophet_hold_collect_open(&h->taint, out);
 }
 
@@ -238,7 +238,7 @@ static void hold_release_needed(uintptr_t lo, uintptr_t hi, int is_free)
 
     HOLD_LOCK();
     hold_collect_gated(&open);
-    for (hold_comm_t *hc = prophet_hold_comm_all; is_free && hc; hc = hc->all_next)
+    for (hold_comm_t *hc = prophet_hold_engine.comm_all; is_free && hc; hc = hc->all_next)
         if (hc->open_gen && hold_block_overlaps(hc, lo, hi) &&
             prophet_hold_dep_add(&open, hc->c, hc->open_gen) != 0)
             prophet_msg(PROPHET_LOG_WARN, "out of memory collecting the held blocks to release");
@@ -246,8 +246,8 @@ static void hold_release_needed(uintptr_t lo, uintptr_t hi, int is_free)
         prophet_msg(PROPHET_LOG_TRACE, "%s: %d held block(s) released first",
                     is_free ? "a free" : "a context synchronisation", open.n);
     prophet_hold_release_or_wait(open.d, open.n);
-    for (int b = 0; prophet_hold_nlive_streams > 0 && b < HOLD_STREAM_BUCKETS; b++)
-        for (hold_stream_t *h = prophet_hold_streams[b]; h; h = h->next)
+    for (int b = 0; prophet_hold_engine.nlive_streams > 0 && b < HOLD_STREAM_BUCKETS; b++)
+        for (hold_stream_t *h = prophet_hold_engine.streams[b]; h; h = h->next)
             prophet_hold_stream_prune(h);
     prophet_hold_rearm();
     HOLD_UNLOCK();
@@ -317,7 +317,7 @@ int prophet_hold_stream_destroy(CUstream s, CUresult *rc)
         prophet_hold_collect_open(&h->taint, &open);
         prophet_hold_release_or_wait(open.d, open.n);
         prophet_hold_materialise(h);
-        for (hold_rec_t *r = prophet_hold_virt_head, *nx; r; r = nx) {
+        for (hold_rec_t *r = prophet_hold_engine.virt_head, *nx; r; r = nx) {
             nx = r->vnext;
             if (r->s == h) {
                 prophet_hold_enter();
@@ -339,7 +339,7 @@ void prophet_hold_stream_destroying(CUstream s)
     hold_stream_t *h;
 
     if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD || prophet_hold_armed() ||
-        prophet_hold_inside() || prophet_hold_forked)
+        prophet_hold_inside() || prophet_hold_engine.forked)
         return; /* while something is held, prophet_hold_stream_destroy forgets it */
     HOLD_LOCK();
     if ((h = prophet_hold_stream_lookup(s)) != NULL && !h->legacy && !prophet_hold_stream_live(h))
@@ -351,7 +351,7 @@ void prophet_hold_stream_created(CUstream s, unsigned flags)
 {
     hold_stream_t *h;
 
-    if (!s || prophet_hold_inside() || prophet_hold_forked)
+    if (!s || prophet_hold_inside() || prophet_hold_engine.forked)
         return;
     prophet_hold_fork_guard(); /* the lock is taken here before anything is held */
     HOLD_LOCK();

@@ -17,28 +17,11 @@ atomic_int prophet_hold_armed_;
 PROPHET_TLS int prophet_hold_depth_;
 atomic_int prophet_capture_seen_;
 
-pthread_mutex_t prophet_hold_lock = PTHREAD_MUTEX_INITIALIZER;
-pthread_cond_t prophet_hold_cond = PTHREAD_COND_INITIALIZER;
-hold_stream_t *prophet_hold_streams[HOLD_STREAM_BUCKETS];
-hold_rec_t *prophet_hold_recs[HOLD_EVENT_BUCKETS];
-hold_rec_t *prophet_hold_virt_head;
-static hold_comm_t *hold_comms[HOLD_COMM_BUCKETS]; /* every comm seen, never freed: no limit */
-hold_comm_t *prophet_hold_comm_all;
-int prophet_hold_forked; /* this is a forked child: the engine is off for good (hold_atfork_child)
-                          */
-int prophet_hold_nopen, prophet_hold_nvirt, prophet_hold_nlive_recs, prophet_hold_nlive_streams;
-static CUevent *hold_pool;
-static int hold_pool_n, hold_pool_cap;
+prophet_hold_engine_t prophet_hold_engine = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+    .cond = PTHREAD_COND_INITIALIZER,
+};
 static PROPHET_TLS char hold_thread_key; /* its address names this thread's default stream */
-/* Lock-free answers for the scheduler's per-call questions (written under the engine lock, read
- * without it by the thread that issues the calls; what another thread did first is seen through the
- * synchronisation that ordered it first): the only communicator ever named in a dependency set
- * (NULL: none yet; HOLD_MANY: several), and whether any stream is materially behind an open block
- * (streams with a taint, counted in HOLD_STREAM_CHANGE). */
-#define HOLD_MANY ((prophet_comm_t *)(uintptr_t)1)
-prophet_comm_t *_Atomic prophet_hold_dep_comm;
-int prophet_hold_ntainted;
-atomic_int prophet_hold_any_taint;
 
 /* ---- fork ------------------------------------------------------------------------------- */
 
@@ -47,13 +30,22 @@ atomic_int prophet_hold_any_taint;
  * thread held it. The child's engine is disarmed for good: every wrapper goes straight to the
  * driver, no entry point of the engine takes the lock or releases a parent's block (whose NCCL
  * calls would run on the parent's communicators from the child). The preload itself passes
- * through in such a child (init.c). */
+ * through in such a child (init.c).
+ *
+ * The reset is one assignment: the parent's tables are dropped, not freed (another thread of the
+ * parent may have been changing them when it forked; their memory is the parent's copy), and the
+ * child's engine is empty and marked forked. The lock and the condition variable are made anew
+ * with pthread_*_init (the assignment zeroes them; POSIX gives a mutex no initial state but that
+ * of an initialiser or an init call), and the fast path's flag, which lives in holding.h outside
+ * the engine, is cleared. The leaf locks are not made anew: the event sets' (hold_event_set.h)
+ * sit behind entry points that return first in a forked child, and the trap kernels'
+ * (hold_trap.c) is reached from the scheduler only, which passes through there. */
 static void hold_atfork_child(void)
 {
-    prophet_hold_forked = 1;
+    prophet_hold_engine = (prophet_hold_engine_t){.forked = 1};
+    pthread_mutex_init(&prophet_hold_engine.lock, NULL);
+    pthread_cond_init(&prophet_hold_engine.cond, NULL);
     atomic_store(&prophet_hold_armed_, 0);
-    pthread_mutex_init(&prophet_hold_lock, NULL);
-    pthread_cond_init(&prophet_hold_cond, NULL);
 }
 
 static void hold_atfork_register(void)
@@ -73,8 +65,8 @@ void prophet_hold_fork_guard(void)
 
 void prophet_hold_rearm(void)
 {
-    int armed = prophet_hold_nopen > 0 || prophet_hold_nvirt > 0 || prophet_hold_nlive_recs > 0 ||
-                prophet_hold_nlive_streams > 0;
+    int armed = prophet_hold_engine.nopen > 0 || prophet_hold_engine.nvirt > 0 ||
+                prophet_hold_engine.nlive_recs > 0 || prophet_hold_engine.nlive_streams > 0;
     atomic_store_explicit(&prophet_hold_armed_, armed, memory_order_relaxed);
 }
 
@@ -86,16 +78,16 @@ hold_comm_t *prophet_hold_comm(prophet_comm_t *c)
     unsigned b = prophet_hold_hash_ptr(c, HOLD_COMM_BUCKETS);
     hold_comm_t *h;
 
-    for (h = hold_comms[b]; h; h = h->next)
+    for (h = prophet_hold_engine.comms[b]; h; h = h->next)
         if (h->c == c)
             return h;
     if (!(h = calloc(1, sizeof(*h))))
         return NULL;
     h->c = c;
-    h->next = hold_comms[b];
-    hold_comms[b] = h;
-    h->all_next = prophet_hold_comm_all;
-    prophet_hold_comm_all = h;
+    h->next = prophet_hold_engine.comms[b];
+    prophet_hold_engine.comms[b] = h;
+    h->all_next = prophet_hold_engine.comm_all;
+    prophet_hold_engine.comm_all = h;
     return h;
 }
 
@@ -141,9 +133,10 @@ int prophet_hold_dep_add(hold_depset_t *s, prophet_comm_t *c, uint32_t g)
         s->cap = cap;
     }
     s->d[s->n++] = (hold_dep_t){c, g};
-    if (atomic_load_explicit(&prophet_hold_dep_comm, memory_order_relaxed) != c &&
-        !atomic_compare_exchange_strong(&prophet_hold_dep_comm, &(prophet_comm_t *){NULL}, c))
-        atomic_store(&prophet_hold_dep_comm, HOLD_MANY);
+    if (atomic_load_explicit(&prophet_hold_engine.dep_comm, memory_order_relaxed) != c &&
+        !atomic_compare_exchange_strong(&prophet_hold_engine.dep_comm, &(prophet_comm_t *){NULL},
+                                        c))
+        atomic_store(&prophet_hold_engine.dep_comm, HOLD_MANY);
     return 0;
 }
 
@@ -198,8 +191,8 @@ CUevent prophet_hold_event_get(void)
 {
     CUevent e = NULL;
 
-    if (hold_pool_n)
-        return hold_pool[--hold_pool_n];
+    if (prophet_hold_engine.pool_n)
+        return prophet_hold_engine.pool[--prophet_hold_engine.pool_n];
     if (prophet_cu.EventCreate(&e, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
         return NULL;
     return e;
@@ -207,19 +200,19 @@ CUevent prophet_hold_event_get(void)
 
 void prophet_hold_event_put(CUevent e)
 {
-    if (hold_pool_n == hold_pool_cap) {
-        int cap = hold_pool_cap ? 2 * hold_pool_cap : 64;
-        CUevent *p = realloc(hold_pool, (size_t)cap * sizeof(*p));
+    if (prophet_hold_engine.pool_n == prophet_hold_engine.pool_cap) {
+        int cap = prophet_hold_engine.pool_cap ? 2 * prophet_hold_engine.pool_cap : 64;
+        CUevent *p = realloc(prophet_hold_engine.pool, (size_t)cap * sizeof(*p));
         if (!p) {
             prophet_hold_enter();
             prophet_cu.EventDestroy(e);
             prophet_hold_leave();
             return;
         }
-        hold_pool = p;
-        hold_pool_cap = cap;
+        prophet_hold_engine.pool = p;
+        prophet_hold_engine.pool_cap = cap;
     }
-    hold_pool[hold_pool_n++] = e;
+    prophet_hold_engine.pool[prophet_hold_engine.pool_n++] = e;
 }
 
 static void hold_shadow_unref(hold_shadow_t *sh)
@@ -277,7 +270,8 @@ void prophet_hold_stream_norm(CUstream s, int ptsz, CUstream *key, CUstream *rea
 
 hold_stream_t *prophet_hold_stream_lookup(CUstream key)
 {
-    for (hold_stream_t *h = prophet_hold_streams[prophet_hold_hash_ptr(key, HOLD_STREAM_BUCKETS)];
+    for (hold_stream_t *h =
+             prophet_hold_engine.streams[prophet_hold_hash_ptr(key, HOLD_STREAM_BUCKETS)];
          h; h = h->next)
         if (h->key == key)
             return h;
@@ -296,8 +290,8 @@ hold_stream_t *prophet_hold_stream_new(CUstream key, CUstream real, int legacy, 
     h->legacy = legacy;
     h->blocking = perthread;
     h->flags_known = legacy || perthread;
-    h->next = prophet_hold_streams[b];
-    prophet_hold_streams[b] = h;
+    h->next = prophet_hold_engine.streams[b];
+    prophet_hold_engine.streams[b] = h;
     return h;
 }
 
@@ -305,7 +299,8 @@ hold_stream_t *prophet_hold_stream_new(CUstream key, CUstream real, int legacy, 
  * refers to it any more: its virtual records were issued, its dependencies cleared. */
 void prophet_hold_stream_free(hold_stream_t *h)
 {
-    hold_stream_t **pp = &prophet_hold_streams[prophet_hold_hash_ptr(h->key, HOLD_STREAM_BUCKETS)];
+    hold_stream_t **pp =
+        &prophet_hold_engine.streams[prophet_hold_hash_ptr(h->key, HOLD_STREAM_BUCKETS)];
 
     while (*pp && *pp != h)
         pp = &(*pp)->next;
@@ -349,8 +344,8 @@ hold_stream_t *prophet_hold_stream(CUstream s, int ptsz)
         h->flags_known = 1;
     }
     if (h->legacy) {
-        for (int b = 0; prophet_hold_nlive_streams > 0 && b < HOLD_STREAM_BUCKETS; b++)
-            for (hold_stream_t *o = prophet_hold_streams[b]; o; o = o->next)
+        for (int b = 0; prophet_hold_engine.nlive_streams > 0 && b < HOLD_STREAM_BUCKETS; b++)
+            for (hold_stream_t *o = prophet_hold_engine.streams[b]; o; o = o->next)
                 if (o != h && o->blocking && prophet_hold_stream_live(o))
                     hold_stream_merge(h, o);
     } else if (h->blocking) {
@@ -384,7 +379,7 @@ int prophet_hold_covered(const hold_stream_t *h)
 
 hold_rec_t *prophet_hold_rec_find(CUevent e)
 {
-    for (hold_rec_t *r = prophet_hold_recs[prophet_hold_hash_ptr(e, HOLD_EVENT_BUCKETS)]; r;
+    for (hold_rec_t *r = prophet_hold_engine.recs[prophet_hold_hash_ptr(e, HOLD_EVENT_BUCKETS)]; r;
          r = r->next)
         if (r->ev == e)
             return r;
@@ -401,9 +396,9 @@ hold_rec_t *prophet_hold_rec_get(CUevent e)
     if (!(r = calloc(1, sizeof(*r))))
         return NULL;
     r->ev = e;
-    r->next = prophet_hold_recs[b];
-    prophet_hold_recs[b] = r;
-    prophet_hold_nlive_recs++;
+    r->next = prophet_hold_engine.recs[b];
+    prophet_hold_engine.recs[b] = r;
+    prophet_hold_engine.nlive_recs++;
     return r;
 }
 
@@ -415,11 +410,11 @@ void prophet_hold_rec_unvirt(hold_rec_t *r)
     if (r->vprev)
         r->vprev->vnext = r->vnext;
     else
-        prophet_hold_virt_head = r->vnext;
+        prophet_hold_engine.virt_head = r->vnext;
     if (r->vnext)
         r->vnext->vprev = r->vprev;
     r->vprev = r->vnext = NULL;
-    prophet_hold_nvirt--;
+    prophet_hold_engine.nvirt--;
     hold_shadow_unref(r->sh);
     r->sh = NULL;
     r->s = NULL;
@@ -431,12 +426,12 @@ void prophet_hold_rec_free(hold_rec_t *r)
     unsigned b = prophet_hold_hash_ptr(r->ev, HOLD_EVENT_BUCKETS);
 
     prophet_hold_rec_unvirt(r);
-    for (hold_rec_t **p = &prophet_hold_recs[b]; *p; p = &(*p)->next)
+    for (hold_rec_t **p = &prophet_hold_engine.recs[b]; *p; p = &(*p)->next)
         if (*p == r) {
             *p = r->next;
             break;
         }
-    prophet_hold_nlive_recs--;
+    prophet_hold_engine.nlive_recs--;
     prophet_hold_depset_free(&r->deps);
     prophet_hold_depset_free(&r->taint);
     free(r);
@@ -456,7 +451,7 @@ PROPHET_TLS unsigned long prophet_hold_entries_;
 
 int prophet_hold_skip_query(void)
 {
-    return !prophet_hold_armed() || prophet_hold_inside() || prophet_hold_forked;
+    return !prophet_hold_armed() || prophet_hold_inside() || prophet_hold_engine.forked;
 }
 
 int prophet_hold_skip(void)

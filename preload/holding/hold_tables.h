@@ -40,12 +40,12 @@
  * of a member of a block it depends on (that block's completion implies the prefix). A wait on a
  * virtual record becomes a real wait on the shadow plus the record's dependencies.
  *
- * Locking: one mutex (prophet_hold_lock), taken only on the slow path; lock order is comm lock
- * then engine lock. Releases (which need the comm lock) are done after dropping the engine lock.
- * prophet_hold_armed_ is nonzero while a block is open or a virtual record, a stream dependency
- * or a taint is live. More locks are leaves (no other lock is taken while one is held): each
- * event set's (hold_event_set.h: the interprocess events, the graph events; taken under the engine
- * lock, never the other way round) and the trap kernels' table's (hold_trap.c). */
+ * Locking: one mutex (prophet_hold_engine.lock), taken only on the slow path; lock order is comm
+ * lock then engine lock. Releases (which need the comm lock) are done after dropping the engine
+ * lock. prophet_hold_armed_ is nonzero while a block is open or a virtual record, a stream
+ * dependency or a taint is live. More locks are leaves (no other lock is taken while one is held):
+ * each event set's (hold_event_set.h: the interprocess events, the graph events; taken under the
+ * engine lock, never the other way round) and the trap kernels' table's (hold_trap.c). */
 #ifndef PROPHET_HOLD_TABLES_H
 #define PROPHET_HOLD_TABLES_H
 
@@ -119,44 +119,60 @@ typedef struct prophet_hold_comm {
     uintptr_t range[HOLD_RANGES_MAX][2];
 } hold_comm_t;
 
-extern pthread_mutex_t prophet_hold_lock;
-extern pthread_cond_t prophet_hold_cond; /* broadcast at each release (hold_blocks.c) */
+/* The engine's state in one object: the engine lock, and every table and count behind it. A
+ * forked child drops it whole in one assignment (hold_tables.c, hold_atfork_child). Outside it:
+ * what the wrappers read on their fast path (holding.h: prophet_hold_armed_, the per-thread depth,
+ * prophet_capture_seen_), per-thread state (this thread's default-stream key, hold_sync.c's poll
+ * detection), and the tables of the leaf locks (hold_event_set.h's sets, hold_trap.c's kernels),
+ * which a forked child never reaches. */
+typedef struct prophet_hold_engine {
+    pthread_mutex_t lock; /* the engine lock (HOLD_LOCK); order: comm lock, then this */
+    pthread_cond_t cond;  /* broadcast at each release (hold_blocks.c) */
+    /* the tables, under the engine lock */
+    hold_stream_t *streams[HOLD_STREAM_BUCKETS];
+    hold_rec_t *recs[HOLD_EVENT_BUCKETS];
+    hold_rec_t *virt_head;                 /* list of virtual records */
+    hold_comm_t *comms[HOLD_COMM_BUCKETS]; /* every comm seen, never freed: no limit */
+    hold_comm_t *comm_all;                 /* every comm ever seen */
+    CUevent *pool;                         /* the engine's own events (shadows), idle */
+    int pool_n, pool_cap;
+    int nopen, nvirt, nlive_recs, nlive_streams; /* what keeps the engine armed (rearm) */
+    int ntainted;                                /* streams with a taint */
+    /* a forked child: the engine is off for good (set in the child, read without the lock) */
+    int forked;
+    /* Lock-free answers for the scheduler's per-call questions (written under the engine lock,
+     * read without it by the thread that issues the calls; what another thread did first is seen
+     * through the synchronisation that ordered it first): the only communicator ever named in a
+     * dependency set (NULL: none yet; HOLD_MANY: several), and whether any stream is materially
+     * behind an open block (ntainted > 0, kept in HOLD_STREAM_CHANGE). */
+    prophet_comm_t *_Atomic dep_comm;
+    atomic_int any_taint;
+} prophet_hold_engine_t;
+#define HOLD_MANY ((prophet_comm_t *)(uintptr_t)1)
+
+extern prophet_hold_engine_t prophet_hold_engine;
 
 /* The engine's own CUDA calls pass through the wrappers: it counts as the preload's code. */
 #define HOLD_LOCK()                                                                                \
     do {                                                                                           \
-        pthread_mutex_lock(&prophet_hold_lock);                                                    \
+        pthread_mutex_lock(&prophet_hold_engine.lock);                                             \
         prophet_hold_enter();                                                                      \
     } while (0)
 #define HOLD_UNLOCK()                                                                              \
     do {                                                                                           \
         prophet_hold_leave();                                                                      \
-        pthread_mutex_unlock(&prophet_hold_lock);                                                  \
+        pthread_mutex_unlock(&prophet_hold_engine.lock);                                           \
     } while (0)
-
-/* The tables (hold_tables.c), under the engine lock unless said otherwise. */
-extern hold_stream_t *prophet_hold_streams[HOLD_STREAM_BUCKETS];
-extern hold_rec_t *prophet_hold_recs[HOLD_EVENT_BUCKETS];
-extern hold_rec_t *prophet_hold_virt_head; /* list of virtual records */
-extern hold_comm_t *prophet_hold_comm_all; /* every comm ever seen */
-extern int prophet_hold_forked;            /* a forked child: the engine is off for good */
-extern int prophet_hold_nopen, prophet_hold_nvirt, prophet_hold_nlive_recs,
-    prophet_hold_nlive_streams;
-/* Lock-free answers for the scheduler's per-call questions (hold_tables.c says how they are read).
- */
-extern prophet_comm_t *_Atomic prophet_hold_dep_comm;
-extern int prophet_hold_ntainted;
-extern atomic_int prophet_hold_any_taint;
 
 /* Keeps the count of streams with dependencies in step (call before and after a change). */
 #define HOLD_STREAM_CHANGE(s, ...)                                                                 \
     do {                                                                                           \
         int was_ = prophet_hold_stream_live(s), tainted_ = (s)->taint.n > 0;                       \
         __VA_ARGS__;                                                                               \
-        prophet_hold_nlive_streams += prophet_hold_stream_live(s) - was_;                          \
+        prophet_hold_engine.nlive_streams += prophet_hold_stream_live(s) - was_;                   \
         if (((s)->taint.n > 0) != tainted_) {                                                      \
-            prophet_hold_ntainted += (s)->taint.n > 0 ? 1 : -1;                                    \
-            atomic_store(&prophet_hold_any_taint, prophet_hold_ntainted > 0);                      \
+            prophet_hold_engine.ntainted += (s)->taint.n > 0 ? 1 : -1;                             \
+            atomic_store(&prophet_hold_engine.any_taint, prophet_hold_engine.ntainted > 0);        \
         }                                                                                          \
     } while (0)
 
