@@ -13,6 +13,32 @@
 #include "debug_lines/log_line.h"
 #include "config/process_config.h"
 
+/* A shadow of stream h: an engine event recorded on it now (its real prefix), carrying the open
+ * blocks h is materially behind, with one reference (the stream's). NULL, with one WARN, when no
+ * event could be had or recorded. */
+static hold_shadow_t *hold_shadow_new(hold_stream_t *h)
+{
+    hold_shadow_t *sh = calloc(1, sizeof(*sh));
+    CUresult rc = CUDA_ERROR_OUT_OF_MEMORY;
+
+    prophet_hold_enter();
+    if (sh && (sh->ev = prophet_hold_event_get()) != NULL &&
+        (rc = prophet_cu.EventRecord(sh->ev, h->real)) == CUDA_SUCCESS) {
+        sh->refs = 1;
+        (void)prophet_hold_depset_copy(&sh->taint, &h->taint);
+    } else {
+        if (sh && sh->ev)
+            prophet_hold_event_put(sh->ev);
+        free(sh);
+        sh = NULL;
+    }
+    prophet_hold_leave();
+    if (!sh)
+        prophet_msg(PROPHET_LOG_WARN, "recording a stream's prefix failed (%s)",
+                    prophet_cuda_errstr(rc));
+    return sh;
+}
+
 int prophet_hold_event_record(CUevent e, CUstream s, int ptsz, CUresult *rc)
 {
     hold_stream_t *h;
@@ -61,39 +87,15 @@ int prophet_hold_event_record(CUevent e, CUstream s, int ptsz, CUresult *rc)
     r->s = h;
     r->sh = NULL;
     if (!prophet_hold_covered(h)) {
-        if (!h->shadow) {
-            hold_shadow_t *sh = calloc(1, sizeof(*sh));
-            CUresult r2 = CUDA_ERROR_OUT_OF_MEMORY;
-            prophet_hold_enter();
-            if (sh && (sh->ev = prophet_hold_event_get()) != NULL &&
-                (r2 = prophet_cu.EventRecord(sh->ev, h->real)) == CUDA_SUCCESS) {
-                sh->refs = 1;
-                (void)prophet_hold_depset_copy(&sh->taint, &h->taint);
-                h->shadow = sh;
-            } else {
-                if (sh && sh->ev)
-                    prophet_hold_event_put(sh->ev);
-                free(sh);
-            }
-            prophet_hold_leave();
-            if (!h->shadow) {
-                prophet_msg(PROPHET_LOG_WARN, "recording a stream's prefix failed (%s)",
-                            prophet_cuda_errstr(r2));
-                prophet_hold_materialise(h);
-                prophet_hold_rec_settle(r);
-                goto out; /* the driver records it for real */
-            }
+        if (!h->shadow && !(h->shadow = hold_shadow_new(h))) {
+            prophet_hold_materialise(h);
+            prophet_hold_rec_settle(r);
+            goto out; /* the driver records it for real */
         }
         r->sh = h->shadow;
         r->sh->refs++;
     }
-    r->virt = 1;
-    r->vprev = NULL;
-    r->vnext = prophet_hold_engine.virt_head;
-    if (prophet_hold_engine.virt_head)
-        prophet_hold_engine.virt_head->vprev = r;
-    prophet_hold_engine.virt_head = r;
-    prophet_hold_engine.nvirt++;
+    prophet_hold_rec_virt(r);
     *rc = CUDA_SUCCESS;
     handled = 1;
 out:

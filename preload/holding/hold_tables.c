@@ -402,6 +402,18 @@ hold_rec_t *prophet_hold_rec_get(CUevent e)
     return r;
 }
 
+/* r becomes virtual: first on the list of virtual records. */
+void prophet_hold_rec_virt(hold_rec_t *r)
+{
+    r->virt = 1;
+    r->vprev = NULL;
+    r->vnext = prophet_hold_engine.virt_head;
+    if (prophet_hold_engine.virt_head)
+        prophet_hold_engine.virt_head->vprev = r;
+    prophet_hold_engine.virt_head = r;
+    prophet_hold_engine.nvirt++;
+}
+
 void prophet_hold_rec_unvirt(hold_rec_t *r)
 {
     if (!r->virt)

@@ -216,6 +216,7 @@ int prophet_hold_covered(const hold_stream_t *h);
 /* Records. */
 hold_rec_t *prophet_hold_rec_find(CUevent e);
 hold_rec_t *prophet_hold_rec_get(CUevent e);
+void prophet_hold_rec_virt(hold_rec_t *r);
 void prophet_hold_rec_unvirt(hold_rec_t *r);
 void prophet_hold_rec_free(hold_rec_t *r);
 void prophet_hold_rec_settle(hold_rec_t *r);
