@@ -656,8 +656,8 @@ int main(int argc, char **argv)
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+:p:h", opts, NULL)) != -1) {
         if (c == 'p') {
-            if (prophet_cli_parse_long(optarg, 1, INT_MAX, &pid))
-                return prophet_cli_bad_value(PROG, "--pid", optarg, "a process id");
+            if (prophet_cli_long_value(PROG, "--pid", optarg, 1, INT_MAX, "a process id", &pid))
+                return PROPHET_CLI_EXIT_USAGE;
         } else if (c == 'h') {
             usage(stdout);
             return 0;
