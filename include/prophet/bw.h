@@ -1,8 +1,9 @@
-/* Live socket throughput (bpf/). The preload and prophet-report use this; it hides whether the
- * numbers come from an in-process probe, from prophet-bwmon's pinned maps, or from prophet-bwmon's
- * shared-memory export. Counted: TCP payload bytes (IPv4 and IPv6) returned by sendmsg()/recvmsg()
- * and everything built on them (send, write, sendfile/splice into a socket, io_uring), per process
- * (tgid) and per host. Not counted: MSG_PEEK, UDP, RDMA/InfiniBand verbs, NVLink. */
+/* Live socket throughput (bpf/). The preload (through its plugin: bw_plugin.h), prophet-bwmon
+ * and the bpf tests use this; it hides whether the numbers come from an in-process probe, from
+ * prophet-bwmon's pinned maps, or from prophet-bwmon's shared-memory export. Counted: TCP payload
+ * bytes (IPv4 and IPv6) returned by sendmsg()/recvmsg() and everything built on them (send, write,
+ * sendfile/splice into a socket, io_uring), per process (tgid) and per host. Not counted: MSG_PEEK,
+ * UDP, RDMA/InfiniBand verbs, NVLink. */
 #ifndef PROPHET_BW_H
 #define PROPHET_BW_H
 
