@@ -27,6 +27,7 @@
 #include <bpf/libbpf.h>
 
 #include "prophet/bw.h"
+#include "prophet/bw_plugin.h"
 #include "prophet_bw_internal.h"
 #include "prophet_bw.skel.h"
 
@@ -595,10 +596,13 @@ static int prophet_bw_open_inprocess(prophet_bw_t *bw, int only, char *why, size
     return 0;
 }
 
-prophet_bw_t *prophet_bw_open(int mode, const char *pin_dir, int pid, char *why, int why_len)
+prophet_bw_t *prophet_bw_open(const prophet_bw_opts_t *opts, char *why, size_t why_len)
 {
-    size_t wl = why_len > 0 ? (size_t)why_len : 0;
+    size_t wl = why ? why_len : 0;
     char why2[256] = "", why3[256] = "";
+    int mode = PROPHET_BW_OPTS_GET(opts, mode, PROPHET_BW_OPEN_AUTO);
+    const char *pin_dir = PROPHET_BW_OPTS_GET(opts, pin_dir, NULL);
+    int pid = PROPHET_BW_OPTS_GET(opts, pid, 0);
     int err = -EINVAL, only = (mode & PROPHET_BW_OPEN_ONLY_PID) != 0;
 
     mode &= ~PROPHET_BW_OPEN_ONLY_PID;
@@ -606,6 +610,11 @@ prophet_bw_t *prophet_bw_open(int mode, const char *pin_dir, int pid, char *why,
         pin_dir = PROPHET_BW_PIN_DEFAULT;
     if (wl)
         why[0] = '\0';
+    if (!prophet_bw_opts_valid(opts)) {
+        prophet_bw_why(why, wl, "options of %zu bytes this library cannot take (it knows %zu)",
+                       opts->sz, sizeof(prophet_bw_opts_t));
+        return NULL;
+    }
     if (mode == PROPHET_BW_OPEN_OFF) {
         prophet_bw_why(why, wl, "throughput probe disabled");
         return NULL;

@@ -4,13 +4,11 @@
 
 #include "prophet/bw.h"
 
-prophet_bw_t *prophet_bw_open(int mode, const char *pin_dir, int pid, char *why, int why_len)
+prophet_bw_t *prophet_bw_open(const prophet_bw_opts_t *opts, char *why, size_t why_len)
 {
-    (void)mode;
-    (void)pin_dir;
-    (void)pid;
+    (void)opts;
     if (why && why_len > 0)
-        snprintf(why, (size_t)why_len, "no eBPF support (built without libbpf/bpftool/clang)");
+        snprintf(why, why_len, "no eBPF support (built without libbpf/bpftool/clang)");
     return NULL;
 }
 

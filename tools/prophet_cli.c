@@ -1,7 +1,10 @@
 /* The command-line pieces every Prophet program shares (prophet_cli.h). */
 #include "prophet_cli.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,26 +68,80 @@ int prophet_cli_getopt_error(const char *prog, int c, char **argv, const struct 
     return prophet_cli_usage_error(prog, "unknown option '%s'", arg);
 }
 
+/* Does S begin as a decimal number does (a digit, or '-' or '.' and a digit)? strtol and strtod
+ * would also take leading blanks, a '+', "nan" and "inf". */
+static int prophet_cli_numeric_start(const char *s)
+{
+    return isdigit((unsigned char)s[0]) || (s[0] == '-' && isdigit((unsigned char)s[1])) ||
+           (s[0] == '.' && isdigit((unsigned char)s[1]));
+}
+
 int prophet_cli_parse_long(const char *s, long min, long max, long *out)
 {
     char *end;
+    long v;
+
+    if (!prophet_cli_numeric_start(s) || s[0] == '.')
+        return -1;
     errno = 0;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || errno || v < min || v > max)
+    v = strtol(s, &end, 10);
+    if (*end || errno || v < min || v > max)
         return -1;
     *out = v;
     return 0;
 }
 
+int prophet_cli_parse_double(const char *s, double min, double max, int min_open, double *out)
+{
+    char *end;
+    double v;
+
+    if (!prophet_cli_numeric_start(s))
+        return -1;
+    errno = 0;
+    v = strtod(s, &end);
+    if (*end || errno || !isfinite(v) || v > max || v < min || (min_open && v == min))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int prophet_cli_long_value(const char *prog, const char *opt, const char *s, long min, long max,
+                           const char *what, long *out)
+{
+    char range[64];
+
+    if (prophet_cli_parse_long(s, min, max, out) == 0)
+        return 0;
+    if (!what) {
+        snprintf(range, sizeof(range), "an integer %ld..%ld", min, max);
+        what = range;
+    }
+    return prophet_cli_bad_value(prog, opt, s, what);
+}
+
+int prophet_cli_double_value(const char *prog, const char *opt, const char *s, double min,
+                             double max, int min_open, const char *what, double *out)
+{
+    char range[96];
+
+    if (prophet_cli_parse_double(s, min, max, min_open, out) == 0)
+        return 0;
+    if (!what) {
+        snprintf(range, sizeof(range), "a number %s %g and <= %g", min_open ? ">" : ">=", min, max);
+        what = range;
+    }
+    return prophet_cli_bad_value(prog, opt, s, what);
+}
+
 int prophet_cli_long_opt(const char *prog, const char *opt, const char *s, long min, long max,
                          long *out)
 {
-    char *end;
+    long any;
+
     if (prophet_cli_parse_long(s, min, max, out) == 0)
         return 0;
-    errno = 0;
-    (void)strtol(s, &end, 10);
-    if (!*s || *end)
+    if (prophet_cli_parse_long(s, LONG_MIN, LONG_MAX, &any) != 0)
         return prophet_cli_bad_value(prog, opt, s, "a number");
     return prophet_cli_usage_error(prog, "%s: '%s' is out of range %ld..%ld", opt, s, min, max);
 }

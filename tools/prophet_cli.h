@@ -28,11 +28,29 @@ int prophet_cli_bad_value(const char *prog, const char *opt, const char *value, 
  * missing), read from argv[optind - 1] and optopt. Returns PROPHET_CLI_EXIT_USAGE. */
 int prophet_cli_getopt_error(const char *prog, int c, char **argv, const struct option *longopts);
 
+/* The values of options. Every tool reads a number given to an option through these, so that
+ * they all take the same forms (decimal digits, a leading '-' where the range allows it; for a
+ * real, what strtod takes, finite) and say the same thing about a value they refuse. */
+
 /* A whole decimal number in [min, max] into *out: 0, or -1 when S is not one. */
 int prophet_cli_parse_long(const char *s, long min, long max, long *out);
 
-/* The value of option OPT as a whole number in [min, max] into *out: 0, or the usage error
- * "PROG: OPT: 'S' is not a number" or "... is out of range MIN..MAX" (PROPHET_CLI_EXIT_USAGE). */
+/* A finite real number in [min, max] (min_open: in (min, max]) into *out: 0, or -1. */
+int prophet_cli_parse_double(const char *s, double min, double max, int min_open, double *out);
+
+/* The value S of option OPT as a whole number in [min, max] into *out: 0, or the usage error
+ * "PROG: OPT: 'S' is not WHAT" (WHAT NULL: "an integer MIN..MAX"; PROPHET_CLI_EXIT_USAGE). */
+int prophet_cli_long_value(const char *prog, const char *opt, const char *s, long min, long max,
+                           const char *what, long *out);
+
+/* The value S of option OPT as a real number in [min, max] (min_open: (min, max]) into *out: 0, or
+ * the usage error "PROG: OPT: 'S' is not WHAT" (WHAT NULL: "a number > MIN and <= MAX", or ">= MIN"
+ * when min is not open). */
+int prophet_cli_double_value(const char *prog, const char *opt, const char *s, double min,
+                             double max, int min_open, const char *what, double *out);
+
+/* As prophet_cli_long_value, the usage error telling the two cases apart: "PROG: OPT: 'S' is not
+ * a number" or "PROG: OPT: 'S' is out of range MIN..MAX" (prophet-bwmon's). */
 int prophet_cli_long_opt(const char *prog, const char *opt, const char *s, long min, long max,
                          long *out);
 

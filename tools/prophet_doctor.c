@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "doctor.h"
+#include "prophet/bw_plugin.h"
 #include "prophet/config.h"
 #include "prophet_cli.h"
 
@@ -561,6 +562,21 @@ static void check_cuda(const prophet_config_t *cfg)
              drv->path, rtdesc, rt ? " " : "", rt ? rt->path : "");
 }
 
+/* Does the eBPF plugin at PATH load and export an interface version the preload knows
+ * (include/prophet/bw_plugin.h)? One that does not load counts as known: the preload then says
+ * why it did not load. */
+static int doctor_bw_plugin_known(const char *path)
+{
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    int known;
+
+    if (!h)
+        return 1;
+    known = dlsym(h, PROPHET_BW_PLUGIN_V1_SYMBOL) != NULL;
+    dlclose(h);
+    return known;
+}
+
 static void check_bpf(const prophet_config_t *cfg)
 {
     const unsigned long long sys_admin = 1ull << 21, perfmon = 1ull << 38, bpf = 1ull << 39;
@@ -615,6 +631,11 @@ static void check_bpf(const prophet_config_t *cfg)
         else if (!h)
             line("WARN", "ebpf", "install libbpf (apt-get install libbpf1)",
                  "libbpf.so.1 cannot be loaded: the plugin %s cannot load", plugin);
+        else if (!doctor_bw_plugin_known(plugin))
+            line("WARN", "ebpf", "install libprophet_bw.so of the same release as libprophet.so",
+                 "the plugin %s exports no interface version the preload knows (%s): the "
+                 "preload will not use it",
+                 plugin, PROPHET_BW_PLUGIN_V1_SYMBOL);
         else
             line("PASS", "ebpf", NULL, "plugin %s and libbpf.so.1 load", plugin);
         if (h)
@@ -656,8 +677,8 @@ int main(int argc, char **argv)
     opterr = 0;
     while ((c = getopt_long(argc, argv, "+:p:h", opts, NULL)) != -1) {
         if (c == 'p') {
-            if (prophet_cli_parse_long(optarg, 1, INT_MAX, &pid))
-                return prophet_cli_bad_value(PROG, "--pid", optarg, "a process id");
+            if (prophet_cli_long_value(PROG, "--pid", optarg, 1, INT_MAX, "a process id", &pid))
+                return PROPHET_CLI_EXIT_USAGE;
         } else if (c == 'h') {
             usage(stdout);
             return 0;

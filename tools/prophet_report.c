@@ -2,6 +2,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,23 +164,13 @@ static int parse_args(int argc, char **argv, args_t *a)
         case 'r':
             a->per_rank = 1;
             break;
-        case 'i': {
-            char *end;
-            errno = 0;
-            long long v = strtoll(optarg, &end, 10);
-            if (errno || end == optarg || *end || v < 0)
-                return prophet_cli_bad_value("prophet-report", "--iteration", optarg,
-                                             "a non-negative integer");
-            a->iteration = v;
-            break;
-        }
+        case 'i':
         case 'S': {
-            char *end;
-            errno = 0;
-            long long v = strtoll(optarg, &end, 10);
-            if (errno || end == optarg || *end || v < 0)
-                return usage_error("--step needs a non-negative integer, not '%s'", optarg);
-            a->step = v;
+            long v;
+            if (prophet_cli_long_value("prophet-report", c == 'i' ? "--iteration" : "--step",
+                                       optarg, 0, LONG_MAX, "a non-negative integer", &v))
+                return PROPHET_CLI_EXIT_USAGE;
+            *(c == 'i' ? &a->iteration : &a->step) = v;
             break;
         }
         case 'h':

@@ -148,19 +148,15 @@ static int parse_time_us(const char *s, double *us)
     return 0;
 }
 
-static int parse_uint(const char *s, unsigned long lo, unsigned long hi, uint32_t *out)
+/* The value S of OPT, a whole number in [lo, hi], into *out (prophet_cli's usage error). */
+static int uint_value(const char *opt, const char *s, long lo, long hi, uint32_t *out)
 {
-    char *end;
-    unsigned long v;
+    long v;
+    int rc = prophet_cli_long_value(PROG, opt, s, lo, hi, NULL, &v);
 
-    if (*s < '0' || *s > '9')
-        return -1;
-    errno = 0;
-    v = strtoul(s, &end, 10);
-    if (*end || errno || v < lo || v > hi)
-        return -1;
-    *out = (uint32_t)v;
-    return 0;
+    if (rc == 0)
+        *out = (uint32_t)v;
+    return rc;
 }
 
 static char *read_file(const char *path, size_t *len)
@@ -255,8 +251,8 @@ static int parse_args(int argc, char **argv, sim_args_t *a)
             a->profile = optarg;
             break;
         case O_RANKS:
-            if (parse_uint(optarg, 1, 1048576, &a->ranks))
-                return bad_value("--ranks", optarg, "an integer 1..1048576");
+            if (uint_value("--ranks", optarg, 1, 1048576, &a->ranks))
+                return PROPHET_CLI_EXIT_USAGE;
             break;
         case O_BW:
             if (parse_bandwidth(optarg, &a->link_Bps))
@@ -283,8 +279,8 @@ static int parse_args(int argc, char **argv, sim_args_t *a)
                 return bad_value("--fusion-bytes", optarg, "a size such as 64MiB");
             break;
         case O_CYCLE:
-            if (parse_uint(optarg, 1, 100000000, &a->popts.cycle_us))
-                return bad_value("--cycle-us", optarg, "an integer 1..100000000");
+            if (uint_value("--cycle-us", optarg, 1, 100000000, &a->popts.cycle_us))
+                return PROPHET_CLI_EXIT_USAGE;
             break;
         case O_BUCKET:
             if (parse_size(optarg, &a->popts.bucket_bytes) || !a->popts.bucket_bytes)
@@ -294,30 +290,24 @@ static int parse_args(int argc, char **argv, sim_args_t *a)
             if (parse_size(optarg, &a->popts.credit_bytes))
                 return bad_value("--credit-bytes", optarg, "a size such as 4MiB");
             break;
-        case O_JITTER: {
-            char *end;
-
-            a->jitter = strtod(optarg, &end);
-            if (end == optarg || *end || !(a->jitter >= 0 && a->jitter <= 1))
-                return bad_value("--jitter", optarg, "a fraction 0..1");
+        case O_JITTER:
+            if (prophet_cli_double_value(PROG, "--jitter", optarg, 0, 1, 0, "a fraction 0..1",
+                                         &a->jitter))
+                return PROPHET_CLI_EXIT_USAGE;
             break;
-        }
         case O_TRIALS:
-            if (parse_uint(optarg, 1, 100000, &a->trials))
-                return bad_value("--trials", optarg, "an integer 1..100000");
+            if (uint_value("--trials", optarg, 1, 100000, &a->trials))
+                return PROPHET_CLI_EXIT_USAGE;
             break;
         case O_SEED:
-            if (parse_uint(optarg, 0, 4294967295ul, &a->seed))
-                return bad_value("--seed", optarg, "an integer 0..4294967295");
+            if (uint_value("--seed", optarg, 0, 4294967295l, &a->seed))
+                return PROPHET_CLI_EXIT_USAGE;
             break;
-        case O_SCALE: {
-            char *end;
-
-            a->compute_scale = strtod(optarg, &end);
-            if (end == optarg || *end || !(a->compute_scale > 0 && a->compute_scale <= 100))
-                return bad_value("--compute-scale", optarg, "a factor 0 < F <= 100");
+        case O_SCALE:
+            if (prophet_cli_double_value(PROG, "--compute-scale", optarg, 0, 100, 1,
+                                         "a factor 0 < F <= 100", &a->compute_scale))
+                return PROPHET_CLI_EXIT_USAGE;
             break;
-        }
         case 'h':
             fputs(usage_text, stdout);
             exit(0);

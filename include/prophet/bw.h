@@ -1,11 +1,13 @@
-/* Live socket throughput (bpf/). The preload and prophet-report use this; it hides whether the
- * numbers come from an in-process probe, from prophet-bwmon's pinned maps, or from prophet-bwmon's
- * shared-memory export. Counted: TCP payload bytes (IPv4 and IPv6) returned by sendmsg()/recvmsg()
- * and everything built on them (send, write, sendfile/splice into a socket, io_uring), per process
- * (tgid) and per host. Not counted: MSG_PEEK, UDP, RDMA/InfiniBand verbs, NVLink. */
+/* Live socket throughput (bpf/). The preload (through its plugin: bw_plugin.h), prophet-bwmon
+ * and the bpf tests use this; it hides whether the numbers come from an in-process probe, from
+ * prophet-bwmon's pinned maps, or from prophet-bwmon's shared-memory export. Counted: TCP payload
+ * bytes (IPv4 and IPv6) returned by sendmsg()/recvmsg() and everything built on them (send, write,
+ * sendfile/splice into a socket, io_uring), per process (tgid) and per host. Not counted: MSG_PEEK,
+ * UDP, RDMA/InfiniBand verbs, NVLink. */
 #ifndef PROPHET_BW_H
 #define PROPHET_BW_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct prophet_bw prophet_bw_t;
@@ -51,11 +53,26 @@ typedef struct prophet_bw_sample {
  * daemon's counters, which count every process. */
 #define PROPHET_BW_OPEN_ONLY_PID 0x100
 
-/* mode: PROPHET_BW_OPEN_*. pin_dir: prophet-bwmon's bpffs dir (NULL: /sys/fs/bpf/prophet).
- * pid: the process to follow (<= 0: this one). Returns NULL (and a one-line reason in why) when no
- * source can be had; never crashes, prints nothing (libbpf's output too, unless
- * PROPHET_DEBUG=TRACE). */
-prophet_bw_t *prophet_bw_open(int mode, const char *pin_dir, int pid, char *why, int why_len);
+/* What prophet_bw_open takes, as libbpf's opts structs: sz is the size of the struct the caller
+ * was built with (PROPHET_BW_OPTS sets it), so that fields can be added at the end. An
+ * implementation reads only the fields within sz (older callers: the defaults below) and refuses
+ * a larger struct whose fields past its own end are not all zero (a newer caller asking for
+ * something it does not know). No padding: every field starts where the previous one ends. */
+typedef struct prophet_bw_opts {
+    size_t sz;           /* sizeof(prophet_bw_opts_t) of the caller */
+    const char *pin_dir; /* prophet-bwmon's bpffs dir (NULL, or absent: /sys/fs/bpf/prophet) */
+    int mode;            /* PROPHET_BW_OPEN_* (absent: PROPHET_BW_OPEN_AUTO) */
+    int pid;             /* the process to follow (<= 0, or absent: this one) */
+} prophet_bw_opts_t;
+
+/* Declares prophet_bw_opts_t NAME with its size set and the fields given, the others zero:
+ *   PROPHET_BW_OPTS(opts, .mode = PROPHET_BW_OPEN_DAEMON, .pin_dir = dir); */
+#define PROPHET_BW_OPTS(name, ...)                                                                 \
+    prophet_bw_opts_t name = {.sz = sizeof(prophet_bw_opts_t), __VA_ARGS__}
+
+/* opts: NULL for every default. Returns NULL (and a one-line reason in why) when no source can be
+ * had; never crashes, prints nothing (libbpf's output too, unless PROPHET_DEBUG=TRACE). */
+prophet_bw_t *prophet_bw_open(const prophet_bw_opts_t *opts, char *why, size_t why_len);
 prophet_bw_source_t prophet_bw_source(const prophet_bw_t *bw);
 const char *prophet_bw_source_name(prophet_bw_source_t source); /* "in-process", "daemon", ... */
 /* Reads the counters now and updates the smoothed rates. 0 ok, negative errno on error

@@ -179,9 +179,10 @@ static void prophet_poll_bw(int64_t now, int64_t *next)
 static void prophet_bw_start(void)
 {
     char why[256] = "built without libbpf";
+    PROPHET_BW_OPTS(opts, .mode = (int)prophet_cfg.bwmon | PROPHET_BW_OPEN_ONLY_PID,
+                    .pin_dir = prophet_cfg.bwmon_pin);
 
-    prophet_bw = prophet_bw_open((int)prophet_cfg.bwmon | PROPHET_BW_OPEN_ONLY_PID,
-                                 prophet_cfg.bwmon_pin, 0, why, (int)sizeof(why));
+    prophet_bw = prophet_bw_open(&opts, why, sizeof(why));
     if (prophet_bw) {
         prophet_msg(PROPHET_LOG_INFO, "eBPF throughput from %s",
                     prophet_bw_source_name(prophet_bw_source(prophet_bw)));

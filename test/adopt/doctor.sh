@@ -1,5 +1,5 @@
 #!/bin/sh
-# prophet-doctor against its fixtures (test/adopt/doctor_fixture.c), each line checked:
+# prophet-doctor against its fixtures (test/adopt/fixture_doctor.c), each line checked:
 #   linked  PASS nccl (interposable, version), PASS calls (the dry run saw the 4 all-reduces)
 #   dlopen  WARN nccl (loaded with dlopen), FAIL calls (the preload saw none), exit 1
 #   static  FAIL nccl naming libfixture_framework.so, exit 1

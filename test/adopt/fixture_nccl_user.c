@@ -1,5 +1,5 @@
 /* A framework library that links libnccl.so.2 (DT_NEEDED) and calls it by name, as PyTorch's
- * libtorch_cuda.so does: the exit check's fixture (exit_fixture.c) loads it in several ways. */
+ * libtorch_cuda.so does: the exit check's fixture (fixture_exit.c) loads it in several ways. */
 #include <cuda.h>
 #include <nccl.h>
 

@@ -12,7 +12,7 @@ usage: fault_emu.py CASE BUILD PROFILE_DIR [key=value ...]
 Common keys: preload=0|1, gate=MODE (PROPHET_GATE; unset: the test's environment decides), held=1
 (the fault must find all-reduces HELD by the preload: prophet-emu counts the calls it issued that
 have not reached the emulated NCCL, at the kill or change point, or over the run for jitter and
-soak; without held=1 a run with gate=call must hold none), ranks, mode, iters, profile, scale, es (elements
+soak; without held=1 a run with gate=observe must hold none), ranks, mode, iters, profile, scale, es (elements
 scale), env=VAR=VALUE,VAR=VALUE, extra=--opt,value (more prophet-emu arguments). Prints PASS or FAIL with the reason and the output's tail.
 """
 import json
@@ -74,15 +74,15 @@ def run_emu(build, profdir, kv, extra, timeout):
 
 
 def check_held(kv, what, counts, out):
-    """held=1: every count of all-reduces held by the preload at the fault is > 0; gate=call (the
-    preload observes, holds nothing): every count is 0. Prints what was found."""
+    """held=1: every count of all-reduces held by the preload at the fault is > 0; gate=observe
+    (the preload observes, holds nothing): every count is 0. Prints what was found."""
     if not counts:
         fail("prophet-emu reported no held count %s" % what, out)
     print("all-reduces held by the preload %s: %s" % (what, counts))
     if kv.get("held") == "1" and min(counts) <= 0:
         fail("nothing was held %s: the fault did not meet held calls" % what, out)
-    if kv.get("gate") == "call" and max(counts) != 0:
-        fail("call mode held %d all-reduces %s" % (max(counts), what), out)
+    if kv.get("gate") == "observe" and max(counts) != 0:
+        fail("observe mode held %d all-reduces %s" % (max(counts), what), out)
 
 
 def held_over_run(out):

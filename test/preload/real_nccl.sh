@@ -1,5 +1,5 @@
 #!/bin/sh
-# The real NCCL with and without libprophet.so: both runs exit 0 (real_nccl.c checks the calls),
+# The real NCCL with and without libprophet.so: both runs exit 0 (test_real_nccl.c checks the calls),
 # identical results (the same version, the same error code from ncclCommInitRank), and the
 # preload is active over that NCCL: exactly one 'prophet: .*INFO active: NCCL <version>' line naming
 # the version the program printed.

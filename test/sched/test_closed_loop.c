@@ -35,6 +35,7 @@
  *   expect never_slower           no choice kept a plan slower (in truth) than the incumbent by
  *                                 more than PROPHET_TRIAL_TIE */
 #include <dirent.h>
+#include <sys/stat.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -417,15 +418,27 @@ static int by_name(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Loads and runs the trace in file PATH, printed as NAME: its failures. */
+static int run_trace_file(const char *path, const char *name)
+{
+    static trace_t t;
+
+    CHECKF(trace_load(path, &t) == 0, "%s: not a trace", path);
+    printf("%s\n", name);
+    return trace_run(&t);
+}
+
+/* usage: test_sched_closed_loop [PROFILES_DIR [TRACE_FILE | TRACE_DIR]]: one trace file, or every
+ * *.trace of a directory in name order (default: LOOP_TRACES). ctest runs one file per test. */
 int main(int argc, char **argv)
 {
     char path[512], *names[128];
     const char *dir = argc > 2 ? argv[2] : LOOP_TRACES;
     uint32_t n = 0;
     struct dirent *e;
+    struct stat st;
     DIR *d;
     int fails = 0;
-    static trace_t t;
 
     snprintf(path, sizeof(path), "%s/resnet50.json", argc > 1 ? argv[1] : "profiles");
     {
@@ -439,6 +452,13 @@ int main(int argc, char **argv)
         CHECKF(prophet_profile_from_json(text, len, &prof, err, sizeof(err)) == 0, "%s: %s", path,
                err);
     }
+    CHECKF(stat(dir, &st) == 0, "%s: cannot open", dir);
+    if (S_ISREG(st.st_mode)) {
+        const char *slash = strrchr(dir, '/');
+        fails = run_trace_file(dir, slash ? slash + 1 : dir);
+        printf("1 trace(s), %d failure(s)\n", fails);
+        return fails ? 1 : 0;
+    }
     d = opendir(dir);
     CHECKF(d != NULL, "%s: cannot open", dir);
     while ((e = readdir(d)) && n < 128)
@@ -449,9 +469,7 @@ int main(int argc, char **argv)
     qsort(names, n, sizeof(names[0]), by_name);
     for (uint32_t k = 0; k < n; k++) {
         snprintf(path, sizeof(path), "%s/%s", dir, names[k]);
-        CHECKF(trace_load(path, &t) == 0, "%s: not a trace", path);
-        printf("%s\n", names[k]);
-        fails += trace_run(&t);
+        fails += run_trace_file(path, names[k]);
         free(names[k]);
     }
     printf("%u trace(s), %d failure(s)\n", n, fails);

@@ -508,36 +508,20 @@ static int parse_local_event(const char *opt, const char *arg, struct emu_option
     return 0;
 }
 
+/* --OPT's value S, a whole number in [lo, hi] (tools/prophet_cli.h's usage error); returns 2 */
 static int parse_long(const char *opt, const char *s, long lo, long hi, long *out)
 {
-    char *end;
-    long v;
-
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) {
-        char why[96];
-        snprintf(why, sizeof(why), "an integer %ld..%ld", lo, hi);
-        return bad(opt, s, why);
-    }
-    *out = v;
-    return 0;
+    char name[64];
+    snprintf(name, sizeof(name), "--%s", opt);
+    return prophet_cli_long_value(PROG, name, s, lo, hi, NULL, out);
 }
 
+/* --OPT's value S, a real number in (lo_excl, hi] */
 static int parse_double(const char *opt, const char *s, double lo_excl, double hi, double *out)
 {
-    char *end;
-    double v;
-
-    errno = 0;
-    v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || v <= lo_excl || v > hi) {
-        char why[96];
-        snprintf(why, sizeof(why), "a number > %g and <= %g", lo_excl, hi);
-        return bad(opt, s, why);
-    }
-    *out = v;
-    return 0;
+    char name[64];
+    snprintf(name, sizeof(name), "--%s", opt);
+    return prophet_cli_double_value(PROG, name, s, lo_excl, hi, 1, NULL, out);
 }
 
 static void set_defaults(struct emu_options *o)

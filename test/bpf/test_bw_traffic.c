@@ -257,13 +257,13 @@ static int check(const struct opts *o)
     if (s == 0)
         _exit(sender(o->ns_a, addr, port, o->bytes, o->rate, o->chunk, go[0], rep[1]));
 
-    prophet_bw_t *bs = prophet_bw_open(PROPHET_BW_OPEN_PROCESS, NULL, s, why, sizeof(why));
-    prophet_bw_t *br =
-        bs ? prophet_bw_open(PROPHET_BW_OPEN_PROCESS, NULL, r, why, sizeof(why)) : NULL;
+    PROPHET_BW_OPTS(opt_s, .mode = PROPHET_BW_OPEN_PROCESS, .pid = s);
+    PROPHET_BW_OPTS(opt_r, .mode = PROPHET_BW_OPEN_PROCESS, .pid = r);
     /* a third probe, as a rank loads one for itself: it counts the sender's calls only */
-    prophet_bw_t *bo = br ? prophet_bw_open(PROPHET_BW_OPEN_PROCESS | PROPHET_BW_OPEN_ONLY_PID,
-                                            NULL, s, why, sizeof(why))
-                          : NULL;
+    PROPHET_BW_OPTS(opt_own, .mode = PROPHET_BW_OPEN_PROCESS | PROPHET_BW_OPEN_ONLY_PID, .pid = s);
+    prophet_bw_t *bs = prophet_bw_open(&opt_s, why, sizeof(why));
+    prophet_bw_t *br = bs ? prophet_bw_open(&opt_r, why, sizeof(why)) : NULL;
+    prophet_bw_t *bo = br ? prophet_bw_open(&opt_own, why, sizeof(why)) : NULL;
     if (!bs || !br || !bo) {
         printf("SKIP: %s\n", why);
         kill(s, SIGKILL);
@@ -428,7 +428,8 @@ static int send_from_here(uint64_t n)
 static int reader(const struct opts *o)
 {
     char why[256];
-    prophet_bw_t *bw = prophet_bw_open(PROPHET_BW_OPEN_AUTO, o->pin, 0, why, sizeof(why));
+    PROPHET_BW_OPTS(opts, .mode = PROPHET_BW_OPEN_AUTO, .pin_dir = o->pin);
+    prophet_bw_t *bw = prophet_bw_open(&opts, why, sizeof(why));
     if (!bw) {
         printf("FAIL: uid %d: prophet_bw_open: %s\n", (int)geteuid(), why);
         return 1;
@@ -501,7 +502,8 @@ static int wait_file(const char *path)
 static int shared(const struct opts *o)
 {
     char why[256], path[512];
-    prophet_bw_t *bw = prophet_bw_open(PROPHET_BW_OPEN_SHARED, o->pin, 0, why, sizeof(why));
+    PROPHET_BW_OPTS(opts, .mode = PROPHET_BW_OPEN_SHARED, .pin_dir = o->pin);
+    prophet_bw_t *bw = prophet_bw_open(&opts, why, sizeof(why));
     if (!bw) {
         printf("FAIL: pid %d: prophet_bw_open(shared): %s\n", (int)getpid(), why);
         return 1;

@@ -1,11 +1,11 @@
-/* A communicator torn down while the interposer holds all-reduces (block mode):
+/* A communicator torn down while the interposer holds all-reduces:
  *   fault_pending destroy N   every rank destroys the communicator with half an iteration held;
  *                             the held calls must still run: results complete and exact
  *   fault_pending abort N     every rank aborts it instead: no hang, no crash, the process exits
  *   fault_pending abort-one N rank 0 aborts, the others destroy: their held work fails (the peer
  *                             is gone) and they still return and exit
- * A third argument `held` makes a rank fail when none of those calls was held (so that a block-mode
- * test cannot pass vacuously).
+ * A third argument `held` makes a rank fail when none of those calls was held (so that a test of
+ * held calls cannot pass vacuously).
  * Each rank first runs WARM iterations of K all-reduces (checked exactly) so that the preload
  * learns the sequence and agrees a plan, then issues the first K/2 calls of one more iteration and
  * tears down. It prints how many of those calls were still held when the teardown began (issued

@@ -1,5 +1,5 @@
 /* Calls made on a capturing stream pass through (invariant 4): after warm-up iterations in which
- * the preload schedules (block mode), the last iteration's first three calls are made (and held)
+ * the preload schedules (calls held), the last iteration's first three calls are made (and held)
  * and then the stream is captured and an ncclAllReduce is issued; the preload must release what
  * it holds and hand the call to NCCL inside the capture (its TRACE lines say so), and the capture
  * must end cleanly. One rank.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks of prophet-emu's command line and outputs, run by ctest.
 
-usage: test_emu.py CASE BIN PROFILE [MODE]
+usage: emu_suite.py CASE BIN PROFILE [MODE]
   help        --help exits 0 and documents every option defined in options.c
   bad-option  each bad command line exits 2 with one line on stderr, without starting ranks
   json        --json OUT parses and holds the expected fields and call/byte counts
@@ -294,7 +294,7 @@ def case_bad_option(emu, profile, mode):
          "--bucket-view"],
         ["--ranks", "2", "--mode", "ddp", "--iters", "2"],
         ["--ranks", "2", "--profile", "/nonexistent.json", "--mode", "ddp", "--iters", "2"],
-        ["--ranks", "2", "--profile", os.path.join(HERE, "test_emu.py"), "--mode", "ddp",
+        ["--ranks", "2", "--profile", os.path.join(HERE, "emu_suite.py"), "--mode", "ddp",
          "--iters", "2"],
     ]
     for args in bad:
