@@ -159,8 +159,7 @@ static void prophet_agreement_broadcast(prophet_comm_t *c, uint64_t iteration)
          * comm's async error from every later call). A second failure stops the comm with the
          * error (docs/reliability.md, "Local failures"). */
         prophet_msg(PROPHET_LOG_WARN, "comm %lu: plan broadcast failed (%s); issuing it again",
-                    (unsigned long)c->id,
-                    prophet_nccl.GetErrorString ? prophet_nccl.GetErrorString(nrc) : "?");
+                    (unsigned long)c->id, prophet_nccl_errstr(nrc));
         if ((nrc = prophet_agreement_bcast(c)) != ncclSuccess) {
             prophet_comm_error(c, "the plan broadcast", nrc);
             return;

@@ -110,8 +110,7 @@ void prophet_comm_error(prophet_comm_t *c, const char *what, ncclResult_t err)
         prophet_msg(PROPHET_LOG_WARN,
                     "comm %lu: %s failed on this rank and cannot be worked around without changing "
                     "its NCCL calls; every later call on this communicator returns '%s'",
-                    (unsigned long)c->id, what,
-                    prophet_nccl.GetErrorString ? prophet_nccl.GetErrorString(err) : "an error");
+                    (unsigned long)c->id, what, prophet_nccl_errstr(err));
     c->error = err;
     c->passthrough = 1;
 }
