@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "prophet/sched.h"
+#include "route_reason.h"
 
 #define PROPHET_BLOCK_MAX PROPHET_PLAN_BLOCK_MAX /* members of one block at most (64) */
 
@@ -169,6 +170,7 @@ typedef struct prophet_stats {
     uint64_t extras;      /* calls outside the learned iteration (PROPHET_LEARN_EXTRA) */
     uint64_t iters;       /* iterations begun under an agreed plan */
     uint64_t trial_iters; /* ... of them under a trial plan other than the kept one */
+    uint64_t route[PROPHET_WHY_COUNT]; /* all-reduces routed, per reason (schedule.c) */
 } prophet_stats_t;
 
 typedef struct prophet_comm {
