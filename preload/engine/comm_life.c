@@ -162,7 +162,7 @@ static int prophet_comm_setup_local(prophet_comm_t *c)
     }
     if (prophet_comm_setup_cuda(c) != 0)
         return -1;
-    /* block mode: the first agreement waits for measured readiness (schedule.c) */
+    /* hold mode: the first agreement waits for measured readiness (schedule.c) */
     c->agree.next_agree_iter =
         prophet_cfg.gate == PROPHET_GATE_HOLD ? UINT64_MAX : prophet_cfg.learn_iters;
     return 0;

@@ -149,7 +149,7 @@ static int prophet_observe(prophet_comm_t *c, prophet_call_t *k, int64_t ready_u
         /* a profile: plans will read the network (not at a mere lock: Horovod's aperiodic calls
          * lock by chance and break again) */
         prophet_poller_want_probe();
-        /* first plan: agree at the next iteration start (block mode: after measuring) */
+        /* first plan: agree at the next iteration start (hold mode: after measuring) */
         if (p && p->n_calls >= 2 && !c->agree.have_plan &&
             c->agree.next_agree_iter > k->iteration && prophet_cfg.gate != PROPHET_GATE_HOLD)
             c->agree.next_agree_iter = k->iteration;
@@ -278,7 +278,7 @@ static int prophet_holding(const prophet_comm_t *c)
            c->order.stable_iters >= prophet_stable_iters_needed();
 }
 
-/* Block mode, at each iteration start (program order, alike on every rank): is this a
+/* Hold mode, at each iteration start (program order, alike on every rank): is this a
  * measurement iteration, and is it time for the first agreement? Only iterations whose calls are
  * held count (before that, calls pass through and their readiness is our own schedule's). */
 static void prophet_measure_step(prophet_comm_t *c, uint64_t iteration)
@@ -300,7 +300,7 @@ static void prophet_measure_step(prophet_comm_t *c, uint64_t iteration)
         c->agree.next_agree_iter = iteration + 1; /* agree at the next iteration start */
 }
 
-/* Block mode: does the call just added close its block? Program-order data only. */
+/* Hold mode: does the call just added close its block? Program-order data only. */
 static int prophet_closes_block(const prophet_comm_t *c, uint32_t index)
 {
     const prophet_block_t *b = &c->blocks.pending;
