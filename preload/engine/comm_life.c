@@ -107,7 +107,8 @@ static int prophet_comm_setup_cuda(prophet_comm_t *c)
     if (!c->gpu.ctx)
         goto fail;
     what = "cuStreamCreate";
-    PROPHET_CUCHECKGOTO(prophet_cu.StreamCreate(&c->gpu.x, CU_STREAM_NON_BLOCKING), rc, fail);
+    PROPHET_CUCHECKGOTO(prophet_cu.StreamCreate(&c->gpu.internal_stream, CU_STREAM_NON_BLOCKING),
+                        rc, fail);
     what = "cuMemHostAlloc";
     PROPHET_CUCHECKGOTO(
         prophet_cu.MemHostAlloc(&mem, PROPHET_HOSTMEM_BYTES,
@@ -125,7 +126,8 @@ static int prophet_comm_setup_cuda(prophet_comm_t *c)
     /* X is idle: the base event fires at once, so base_us is its host instant */
     c->gpu.base_us = prophet_now_us();
     what = "cuEventRecord";
-    PROPHET_CUCHECKGOTO(prophet_cu.EventRecord(c->gpu.base_event, c->gpu.x), rc, fail);
+    PROPHET_CUCHECKGOTO(prophet_cu.EventRecord(c->gpu.base_event, c->gpu.internal_stream), rc,
+                        fail);
     return 0;
 fail:
     prophet_comm_fail(c, what, rc);
@@ -340,7 +342,7 @@ static int prophet_abort_drain(prophet_comm_t *c)
     CUstreamCaptureMode mode;
     int done = 0;
 
-    if (!ev || prophet_cu.EventRecord(ev, c->gpu.x) != CUDA_SUCCESS) {
+    if (!ev || prophet_cu.EventRecord(ev, c->gpu.internal_stream) != CUDA_SUCCESS) {
         prophet_comm_event_put(c, ev);
         return 0;
     }
@@ -484,7 +486,7 @@ int prophet_comm_retire(prophet_comm_t *c, int how)
         goto out;
     if (how == PROPHET_RETIRE_DESTROY) {
         prophet_release_pending(c);
-        x = c->gpu.x;
+        x = c->gpu.internal_stream;
     } else {
         prophet_comm_abort_pending_in_ctx(
             c, how == PROPHET_RETIRE_ABORT ? "ncclCommAbort" : "ncclCommRevoke",

@@ -224,11 +224,11 @@ void prophet_comm_summary(prophet_comm_t *c, double poller_busy_hz)
  * of the gate stays (callers' streams may still hold waits that read it). */
 void prophet_comm_gpu_release(prophet_comm_t *c)
 {
-    if (c->blocks.inflight_head || !c->gpu.x)
+    if (c->blocks.inflight_head || !c->gpu.internal_stream)
         return;
-    prophet_cu.StreamSynchronize(c->gpu.x);
-    prophet_cu.StreamDestroy(c->gpu.x);
-    c->gpu.x = NULL;
+    prophet_cu.StreamSynchronize(c->gpu.internal_stream);
+    prophet_cu.StreamDestroy(c->gpu.internal_stream);
+    c->gpu.internal_stream = NULL;
     while (c->gpu.event_pool_n)
         prophet_cu.EventDestroy(c->gpu.event_pool[--c->gpu.event_pool_n]);
     for (; c->loop.mark_n; c->loop.mark_n--) { /* the closed loop's marks not yet timed */

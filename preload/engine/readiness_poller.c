@@ -229,7 +229,7 @@ static void *prophet_poller_main(void *arg)
         int busy = 0;
         for (prophet_comm_t *c = prophet_comm_list(); c; c = c->next_all) {
             pthread_mutex_lock(&c->lock);
-            if (c->setup > 0 && c->gpu.ctx && c->gpu.x) {
+            if (c->setup > 0 && c->gpu.ctx && c->gpu.internal_stream) {
                 /* its queries must not invalidate a capture of the job's (cuda_driver.h): set
                  * once, before its first CUDA call (a comm is set up: the driver is loaded) */
                 if (!relaxed) {

@@ -115,8 +115,8 @@ static ncclResult_t prophet_release_fallback(prophet_comm_t *c, const char *what
 static CUresult prophet_release_wait_ready(prophet_comm_t *c, const prophet_block_t *b,
                                            CUevent start)
 {
-    PROPHET_CUCHECK(prophet_cu.StreamWaitEvent(c->gpu.x, b->m[b->n - 1].ready, 0));
-    PROPHET_CUCHECK(prophet_cu.EventRecord(start, c->gpu.x));
+    PROPHET_CUCHECK(prophet_cu.StreamWaitEvent(c->gpu.internal_stream, b->m[b->n - 1].ready, 0));
+    PROPHET_CUCHECK(prophet_cu.EventRecord(start, c->gpu.internal_stream));
     return CUDA_SUCCESS;
 }
 
@@ -132,7 +132,7 @@ static int prophet_release_wait_host(prophet_comm_t *c, CUresult rc, int ended, 
 
     prophet_comm_fail(c, "opening the block's gate on the internal stream", rc);
     done = (ended && prophet_cu.EventSynchronize(end) == CUDA_SUCCESS) ||
-           prophet_cu.StreamSynchronize(c->gpu.x) == CUDA_SUCCESS;
+           prophet_cu.StreamSynchronize(c->gpu.internal_stream) == CUDA_SUCCESS;
     prophet_capture_restore(mode);
     return done;
 }
@@ -149,7 +149,7 @@ static void prophet_release_gate(prophet_comm_t *c, int shut, ncclResult_t nrc, 
     int poisoned = 0;
 
     if (!shut && nrc == ncclSuccess)
-        rc = ended ? prophet_cu.StreamWriteValue32(c->gpu.x, c->gpu.gate_dev, gen,
+        rc = ended ? prophet_cu.StreamWriteValue32(c->gpu.internal_stream, c->gpu.gate_dev, gen,
                                                    CU_STREAM_WRITE_VALUE_DEFAULT)
                    : CUDA_ERROR_UNKNOWN;
     /* no way to know when the block ends: the comm stops with an error and the context is
@@ -230,10 +230,10 @@ static ncclResult_t prophet_release_launch(prophet_comm_t *c, int shut, int *gat
     what = "releasing a block on the internal stream";
     PROPHET_CUCHECKGOTO(prophet_release_wait_ready(c, b, start), rc, fallback);
     f->release_us = prophet_now_us();
-    nrc = prophet_launch_members(c, b, c->gpu.x);
+    nrc = prophet_launch_members(c, b, c->gpu.internal_stream);
     /* From here on NCCL has the operations (unless it refused them): the gate must open
      * whatever happens. */
-    ended = prophet_cu.EventRecord(end, c->gpu.x) == CUDA_SUCCESS;
+    ended = prophet_cu.EventRecord(end, c->gpu.internal_stream) == CUDA_SUCCESS;
     c->gpu.gate_gen++;
     if (shut && nrc == ncclSuccess)
         *gate_left = 1; /* the caller opens or poisons it */
@@ -261,7 +261,7 @@ ncclResult_t prophet_release_pending_shut(prophet_comm_t *c, int *gate_left)
 
 void prophet_release_open(prophet_comm_t *c, uint32_t gen)
 {
-    CUresult rc = prophet_cu.StreamWriteValue32(c->gpu.x, c->gpu.gate_dev, gen,
+    CUresult rc = prophet_cu.StreamWriteValue32(c->gpu.internal_stream, c->gpu.gate_dev, gen,
                                                 CU_STREAM_WRITE_VALUE_DEFAULT);
 
     /* the block has completed: from the host is as good */

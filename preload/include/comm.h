@@ -60,8 +60,8 @@ typedef struct prophet_inflight {
  * released by comm_state.c (prophet_comm_gpu_release, from the poller after retire). */
 typedef struct prophet_comm_gpu {
     CUcontext ctx;
-    CUstream x;          /* internal stream */
-    uint32_t *gate_host; /* [0]: gate generation, device-mapped */
+    CUstream internal_stream; /* X: released blocks, plan broadcasts, gate writes */
+    uint32_t *gate_host;      /* [0]: gate generation, device-mapped */
     CUdeviceptr gate_dev;
     uint32_t gate_gen;
     CUevent base_event; /* a base event per comm to convert GPU times to host instants */
