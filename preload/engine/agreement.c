@@ -48,7 +48,8 @@ static int prophet_agreement_wait(prophet_comm_t *c)
     if (c->agree.plan_event_ok)
         rc = prophet_agreement_poll(c->agree.plan_event);
     else
-        rc = prophet_cu.StreamSynchronize(c->gpu.x); /* X is FIFO: the broadcast is on it */
+        rc = prophet_cu.StreamSynchronize(
+            c->gpu.internal_stream); /* X is FIFO: the broadcast is on it */
     if (rc != CUDA_SUCCESS)
         prophet_comm_error(c, "waiting for the plan broadcast", ncclUnhandledCudaError);
 out:
@@ -133,7 +134,7 @@ static ncclResult_t prophet_agreement_bcast(prophet_comm_t *c)
 {
     return prophet_nccl.Broadcast((void *)(uintptr_t)c->agree.plan_dev,
                                   (void *)(uintptr_t)c->agree.plan_dev, PROPHET_PLAN_WIRE_BYTES,
-                                  ncclUint8, 0, c->handle, c->gpu.x);
+                                  ncclUint8, 0, c->handle, c->gpu.internal_stream);
 }
 
 static void prophet_agreement_broadcast(prophet_comm_t *c, uint64_t iteration)
@@ -159,8 +160,7 @@ static void prophet_agreement_broadcast(prophet_comm_t *c, uint64_t iteration)
          * comm's async error from every later call). A second failure stops the comm with the
          * error (docs/reliability.md, "Local failures"). */
         prophet_msg(PROPHET_LOG_WARN, "comm %lu: plan broadcast failed (%s); issuing it again",
-                    (unsigned long)c->id,
-                    prophet_nccl.GetErrorString ? prophet_nccl.GetErrorString(nrc) : "?");
+                    (unsigned long)c->id, prophet_nccl_errstr(nrc));
         if ((nrc = prophet_agreement_bcast(c)) != ncclSuccess) {
             prophet_comm_error(c, "the plan broadcast", nrc);
             return;
@@ -173,7 +173,7 @@ static void prophet_agreement_broadcast(prophet_comm_t *c, uint64_t iteration)
     c->agree.plan_event_ok = 0;
     if (c->passthrough)
         return;
-    if ((rc = prophet_cu.EventRecord(c->agree.plan_event, c->gpu.x)) != CUDA_SUCCESS)
+    if ((rc = prophet_cu.EventRecord(c->agree.plan_event, c->gpu.internal_stream)) != CUDA_SUCCESS)
         prophet_comm_fail(c, "recording the plan broadcast's event", rc); /* X is waited for */
     else
         c->agree.plan_event_ok = 1;

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "engine/comm_life.h"
+#include "check.h"
 #include "holding/holding.h"
 #include "engine/comm_state.h"
 #include "real_libs/cuda_driver.h"
@@ -99,37 +100,38 @@ static int prophet_comm_setup_cuda(prophet_comm_t *c)
     CUresult rc;
     const char *what;
 
-#define PROPHET_TRY(call, name)                                                                    \
-    do {                                                                                           \
-        what = name;                                                                               \
-        if ((rc = (call)) != CUDA_SUCCESS)                                                         \
-            goto fail;                                                                             \
-    } while (0)
-    PROPHET_TRY(prophet_cu.CtxGetCurrent(&c->gpu.ctx), "cuCtxGetCurrent");
+    what = "cuCtxGetCurrent";
+    PROPHET_CUCHECKGOTO(prophet_cu.CtxGetCurrent(&c->gpu.ctx), rc, fail);
     what = "a current CUDA context";
     rc = CUDA_ERROR_INVALID_CONTEXT;
     if (!c->gpu.ctx)
         goto fail;
-    PROPHET_TRY(prophet_cu.StreamCreate(&c->gpu.x, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-    PROPHET_TRY(prophet_cu.MemHostAlloc(&mem, PROPHET_HOSTMEM_BYTES,
-                                        CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE),
-                "cuMemHostAlloc");
+    what = "cuStreamCreate";
+    PROPHET_CUCHECKGOTO(prophet_cu.StreamCreate(&c->gpu.internal_stream, CU_STREAM_NON_BLOCKING),
+                        rc, fail);
+    what = "cuMemHostAlloc";
+    PROPHET_CUCHECKGOTO(
+        prophet_cu.MemHostAlloc(&mem, PROPHET_HOSTMEM_BYTES,
+                                CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE),
+        rc, fail);
     memset(mem, 0, PROPHET_HOSTMEM_BYTES);
     c->gpu.gate_host = mem;
     c->agree.plan_host = (char *)mem + 256;
-    PROPHET_TRY(prophet_cu.MemHostGetDevicePointer(&c->gpu.gate_dev, mem, 0),
-                "cuMemHostGetDevicePointer");
+    what = "cuMemHostGetDevicePointer";
+    PROPHET_CUCHECKGOTO(prophet_cu.MemHostGetDevicePointer(&c->gpu.gate_dev, mem, 0), rc, fail);
     c->agree.plan_dev = c->gpu.gate_dev + 256;
-    PROPHET_TRY(prophet_cu.EventCreate(&c->agree.plan_event, CU_EVENT_DEFAULT), "cuEventCreate");
-    PROPHET_TRY(prophet_cu.EventCreate(&c->gpu.base_event, CU_EVENT_DEFAULT), "cuEventCreate");
+    what = "cuEventCreate";
+    PROPHET_CUCHECKGOTO(prophet_cu.EventCreate(&c->agree.plan_event, CU_EVENT_DEFAULT), rc, fail);
+    PROPHET_CUCHECKGOTO(prophet_cu.EventCreate(&c->gpu.base_event, CU_EVENT_DEFAULT), rc, fail);
     /* X is idle: the base event fires at once, so base_us is its host instant */
     c->gpu.base_us = prophet_now_us();
-    PROPHET_TRY(prophet_cu.EventRecord(c->gpu.base_event, c->gpu.x), "cuEventRecord");
+    what = "cuEventRecord";
+    PROPHET_CUCHECKGOTO(prophet_cu.EventRecord(c->gpu.base_event, c->gpu.internal_stream), rc,
+                        fail);
     return 0;
 fail:
     prophet_comm_fail(c, what, rc);
     return -1;
-#undef PROPHET_TRY
 }
 
 /* This rank's part of the setup: 0 ok; -1 failed (a WARN line said why, passthrough set). */
@@ -162,7 +164,7 @@ static int prophet_comm_setup_local(prophet_comm_t *c)
     }
     if (prophet_comm_setup_cuda(c) != 0)
         return -1;
-    /* block mode: the first agreement waits for measured readiness (schedule.c) */
+    /* hold mode: the first agreement waits for measured readiness (schedule.c) */
     c->agree.next_agree_iter =
         prophet_cfg.gate == PROPHET_GATE_HOLD ? UINT64_MAX : prophet_cfg.learn_iters;
     return 0;
@@ -323,13 +325,11 @@ int prophet_comm_sticky_error(ncclComm_t handle, ncclResult_t *err, int *freed)
 /* What the real NCCL says of c: ncclSuccess when healthy (or still initialising). */
 static ncclResult_t prophet_comm_nccl_error(prophet_comm_t *c)
 {
-    ncclResult_t e = ncclSuccess, rc;
+    ncclResult_t e = ncclSuccess;
 
     if (!prophet_nccl.CommGetAsyncError)
         return ncclSuccess;
-    rc = prophet_nccl.CommGetAsyncError(c->handle, &e);
-    if (rc != ncclSuccess)
-        return rc;
+    PROPHET_NCCLCHECK(prophet_nccl.CommGetAsyncError(c->handle, &e));
     return e == ncclInProgress ? ncclSuccess : e;
 }
 
@@ -342,7 +342,7 @@ static int prophet_abort_drain(prophet_comm_t *c)
     CUstreamCaptureMode mode;
     int done = 0;
 
-    if (!ev || prophet_cu.EventRecord(ev, c->gpu.x) != CUDA_SUCCESS) {
+    if (!ev || prophet_cu.EventRecord(ev, c->gpu.internal_stream) != CUDA_SUCCESS) {
         prophet_comm_event_put(c, ev);
         return 0;
     }
@@ -413,9 +413,7 @@ static void prophet_comm_abort_pending(prophet_comm_t *c, const char *what, int 
                     "comm %lu: %s: %u held all-reduce(s) were issued but did not complete within "
                     "%d ms (ncclCommGetAsyncError: '%s'); their results cannot be trusted",
                     (unsigned long)c->id, what, n, PROPHET_ABORT_DRAIN_MS,
-                    prophet_nccl.GetErrorString
-                        ? prophet_nccl.GetErrorString(prophet_comm_nccl_error(c))
-                        : "?");
+                    prophet_nccl_errstr(prophet_comm_nccl_error(c)));
     } else {
         for (uint32_t i = 0; i < n; i++)
             prophet_comm_event_put(c, c->blocks.pending.m[i].ready);
@@ -426,9 +424,7 @@ static void prophet_comm_abort_pending(prophet_comm_t *c, const char *what, int 
                     "comm %lu: %s: %u held all-reduce(s) dropped: the communicator is in error "
                     "('%s'), they cannot be issued",
                     (unsigned long)c->id, what, n,
-                    prophet_nccl.GetErrorString
-                        ? prophet_nccl.GetErrorString(nerr != ncclSuccess ? nerr : c->error)
-                        : "?");
+                    prophet_nccl_errstr(nerr != ncclSuccess ? nerr : c->error));
     }
     /* the work queued behind them must get an error, never their un-reduced buffers */
     prophet_hold_block_poisoned(c, c->gpu.gate_gen);
@@ -490,7 +486,7 @@ int prophet_comm_retire(prophet_comm_t *c, int how)
         goto out;
     if (how == PROPHET_RETIRE_DESTROY) {
         prophet_release_pending(c);
-        x = c->gpu.x;
+        x = c->gpu.internal_stream;
     } else {
         prophet_comm_abort_pending_in_ctx(
             c, how == PROPHET_RETIRE_ABORT ? "ncclCommAbort" : "ncclCommRevoke",

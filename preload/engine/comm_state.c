@@ -4,10 +4,12 @@
  * States are never freed (the poller walks the list without a global lock); a destroyed
  * communicator's heavy parts are released and its state stays as a small tombstone. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/comm_state.h"
+#include "engine/route.h"
 #include "real_libs/cuda_driver.h"
 #include "process/init.h"
 #include "thread_local.h"
@@ -110,8 +112,7 @@ void prophet_comm_error(prophet_comm_t *c, const char *what, ncclResult_t err)
         prophet_msg(PROPHET_LOG_WARN,
                     "comm %lu: %s failed on this rank and cannot be worked around without changing "
                     "its NCCL calls; every later call on this communicator returns '%s'",
-                    (unsigned long)c->id, what,
-                    prophet_nccl.GetErrorString ? prophet_nccl.GetErrorString(err) : "an error");
+                    (unsigned long)c->id, what, prophet_nccl_errstr(err));
     c->error = err;
     c->passthrough = 1;
 }
@@ -175,35 +176,59 @@ void prophet_comm_record_put(prophet_comm_t *c, prophet_inflight_t *f)
     c->blocks.spare_n++;
 }
 
+/* The all-reduces that went straight to NCCL, per reason (route.c): " pass_capture=3
+ * pass_user_group=10", the non-zero ones only, each a key=value of its own. */
+static void prophet_comm_pass_reasons(const prophet_stats_t *s, char *out, size_t len)
+{
+    size_t n = 0;
+
+    out[0] = '\0';
+    for (int w = 0; w < PROPHET_WHY_COUNT; w++) {
+        int got;
+        if (!s->route[w] || prophet_route_why_verdict(w) != PROPHET_VERDICT_PASS)
+            continue;
+        got = snprintf(out + n, len - n, " pass_%s=%lu", prophet_route_why_name(w),
+                       (unsigned long)s->route[w]);
+        if (got < 0 || (size_t)got >= len - n) {
+            out[n] = '\0';
+            break;
+        }
+        n += (size_t)got;
+    }
+}
+
 void prophet_comm_summary(prophet_comm_t *c, double poller_busy_hz)
 {
     const prophet_stats_t *s = &c->stats;
+    char reasons[512];
 
     if (c->summary_done || c->setup == 0)
         return;
     c->summary_done = 1;
+    prophet_comm_pass_reasons(s, reasons, sizeof(reasons));
     prophet_msg(PROPHET_LOG_INFO,
                 "summary comm %lu rank %d/%d: calls=%lu scheduled=%lu passthrough=%lu blocks=%lu "
                 "blocks>1=%lu mean_members=%.2f plans=%lu plan_rejects=%lu stall_warnings=%lu "
-                "observed=%lu poller_busy_hz=%.0f extras=%lu iters=%lu trial_iters=%lu",
+                "observed=%lu poller_busy_hz=%.0f extras=%lu iters=%lu trial_iters=%lu%s",
                 (unsigned long)c->id, c->rank, c->nranks, (unsigned long)s->calls,
                 (unsigned long)s->scheduled, (unsigned long)s->passthrough,
                 (unsigned long)s->blocks, (unsigned long)s->blocks_multi,
                 s->blocks ? (double)s->block_members / (double)s->blocks : 0.0,
                 (unsigned long)s->plans, (unsigned long)s->plan_rejects,
                 (unsigned long)s->stall_warnings, (unsigned long)s->observed, poller_busy_hz,
-                (unsigned long)s->extras, (unsigned long)s->iters, (unsigned long)s->trial_iters);
+                (unsigned long)s->extras, (unsigned long)s->iters, (unsigned long)s->trial_iters,
+                reasons);
 }
 
 /* A destroyed comm: once its last block completed, X and the pooled events go. The host memory
  * of the gate stays (callers' streams may still hold waits that read it). */
 void prophet_comm_gpu_release(prophet_comm_t *c)
 {
-    if (c->blocks.inflight_head || !c->gpu.x)
+    if (c->blocks.inflight_head || !c->gpu.internal_stream)
         return;
-    prophet_cu.StreamSynchronize(c->gpu.x);
-    prophet_cu.StreamDestroy(c->gpu.x);
-    c->gpu.x = NULL;
+    prophet_cu.StreamSynchronize(c->gpu.internal_stream);
+    prophet_cu.StreamDestroy(c->gpu.internal_stream);
+    c->gpu.internal_stream = NULL;
     while (c->gpu.event_pool_n)
         prophet_cu.EventDestroy(c->gpu.event_pool[--c->gpu.event_pool_n]);
     for (; c->loop.mark_n; c->loop.mark_n--) { /* the closed loop's marks not yet timed */

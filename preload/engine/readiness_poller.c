@@ -82,7 +82,7 @@ static void prophet_inflight_done(prophet_comm_t *c, prophet_inflight_t *f)
 
         if (ready > last_ready)
             last_ready = ready;
-        /* block mode: only true readiness samples (schedule.c, measurement iterations) */
+        /* hold mode: only true readiness samples (schedule.c, measurement iterations) */
         if (alive && ready && m->index != UINT32_MAX &&
             (m->measure || prophet_cfg.gate != PROPHET_GATE_HOLD))
             prophet_learner_set_ready(c->models.learner, m->iteration, m->index, ready);
@@ -107,7 +107,7 @@ static void prophet_inflight_done(prophet_comm_t *c, prophet_inflight_t *f)
     prophet_comm_event_put(c, f->end);
 }
 
-/* Launched blocks complete in order on X; in call mode the records are on the callers' streams,
+/* Launched blocks complete in order on X; observed calls' records are on the callers' streams,
  * so the walk stops at the first one not finished (a later one waits for the next pass). */
 static void prophet_poll_inflight(prophet_comm_t *c)
 {
@@ -133,9 +133,9 @@ static void prophet_poll_inflight(prophet_comm_t *c)
  * program-order point like any other. It cannot desynchronise the ranks because it changes nothing
  * that reaches NCCL: a release driven by this rank's clock would group this rank's operations
  * differently from its peers' (NCCL spreads a group's collectives over channels by the group's
- * make-up), which can hang the job. Nothing the caller waits for can depend on a held block either:
- * block mode places no gate in front of a held call, so the host never deadlocks on it (it can only
- * read a result early, which is block mode's contract). */
+ * make-up), which can hang the job. Nor does the host wait on a held block for ever: a host
+ * synchronisation on a held result releases its block first on the thread that holds it
+ * (holding/hold_sync.c). */
 static void prophet_stall_check(prophet_comm_t *c, int64_t now)
 {
     const prophet_block_t *b = &c->blocks.pending;
@@ -230,7 +230,7 @@ static void *prophet_poller_main(void *arg)
         int busy = 0;
         for (prophet_comm_t *c = prophet_comm_list(); c; c = c->next_all) {
             pthread_mutex_lock(&c->lock);
-            if (c->setup > 0 && c->gpu.ctx && c->gpu.x) {
+            if (c->setup > 0 && c->gpu.ctx && c->gpu.internal_stream) {
                 /* its queries must not invalidate a capture of the job's (cuda_driver.h): set
                  * once, before its first CUDA call (a comm is set up: the driver is loaded) */
                 if (!relaxed) {

@@ -16,7 +16,7 @@ void prophet_poller_collect(prophet_comm_t *c);
 double prophet_poller_probe_Bps(void);
 /* A comm has a profile (its iteration held for PROPHET_LEARN_ITERS periods): the poller opens the
  * bandwidth source (the eBPF probe) at its next pass, once per process, before the first plan
- * (block mode measures PROPHET_MEASURE_WARMUP + 1 iterations first). A comm that never has one
+ * (hold mode measures PROPHET_MEASURE_WARMUP + 1 iterations first). A comm that never has one
  * (Horovod's fused calls: no plan is ever made) loads no probe and pays nothing for it. Any
  * thread, lock-free. */
 void prophet_poller_want_probe(void);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "engine/release.h"
+#include "check.h"
 #include "holding/holding.h"
 #include "engine/comm_state.h"
 #include "real_libs/cuda_driver.h"
@@ -33,8 +34,8 @@ static ncclResult_t prophet_launch_members(prophet_comm_t *c, const prophet_bloc
 {
     ncclResult_t rc = ncclSuccess, r;
 
-    if (b->n > 1 && (rc = prophet_nccl.GroupStart()) != ncclSuccess)
-        return rc;
+    if (b->n > 1)
+        PROPHET_NCCLCHECK(prophet_nccl.GroupStart());
     for (uint32_t i = 0; i < b->n; i++) {
         const prophet_member_t *m = &b->m[i];
         r = prophet_nccl.AllReduce(m->sendbuff, m->recvbuff, m->count, m->dtype, m->op, c->handle,
@@ -108,76 +109,66 @@ static ncclResult_t prophet_release_fallback(prophet_comm_t *c, const char *what
     return rc;
 }
 
-/* Launches the pending block on X (or the fallback). shut: X's gate write is left out and
- * *gate_left set: the caller opens generation c->gpu.gate_gen (prophet_release_open) or poisons
- * it (Abort/Revoke, comm_life.c). */
-static ncclResult_t prophet_release_launch(prophet_comm_t *c, int shut, int *gate_left)
+/* X waits for the block's last ready event (every member's ready event was recorded on b->stream,
+ * in program order: a call on another stream releases the block first, so the last one completes
+ * after all the others and one wait covers the block), then records the start event. */
+static CUresult prophet_release_wait_ready(prophet_comm_t *c, const prophet_block_t *b,
+                                           CUevent start)
 {
-    prophet_block_t *b = &c->blocks.pending;
-    prophet_inflight_t *f;
-    ncclResult_t nrc;
-    CUresult rc;
-    CUevent start, end;
-    int ended, poisoned = 0;
+    PROPHET_CUCHECK(prophet_cu.StreamWaitEvent(c->gpu.internal_stream, b->m[b->n - 1].ready, 0));
+    PROPHET_CUCHECK(prophet_cu.EventRecord(start, c->gpu.internal_stream));
+    return CUDA_SUCCESS;
+}
 
-    if (b->n == 0)
-        return ncclSuccess;
-    if (c->passthrough || c->setup <= 0)
-        return prophet_release_fallback(c, NULL, CUDA_SUCCESS);
-    if (b->on_stream)
-        return prophet_release_fallback(c, NULL, CUDA_SUCCESS); /* reported at the member */
-    f = malloc(sizeof(*f) + b->n * sizeof(f->m[0]));
-    start = prophet_comm_event_get(c);
-    end = prophet_comm_event_get(c);
-    if (!f || !start || !end) {
-        free(f);
-        prophet_comm_event_put(c, start);
-        prophet_comm_event_put(c, end);
-        return prophet_release_fallback(c, "allocating a block record", CUDA_ERROR_OUT_OF_MEMORY);
-    }
-    /* Every member's ready event was recorded on b->stream, in program order (a call on another
-     * stream releases the block first): the last one completes after all the others, so one wait
-     * covers the block (not one per member). */
-    if ((rc = prophet_cu.StreamWaitEvent(c->gpu.x, b->m[b->n - 1].ready, 0)) != CUDA_SUCCESS)
-        goto fallback;
-    if ((rc = prophet_cu.EventRecord(start, c->gpu.x)) != CUDA_SUCCESS)
-        goto fallback;
-    f->release_us = prophet_now_us();
-    nrc = prophet_launch_members(c, b, c->gpu.x);
-    /* From here on NCCL has the operations (unless it refused them: the gate must then not open
-     * over work that never ran, "A dropped call"): the gate must open whatever happens. */
-    ended = prophet_cu.EventRecord(end, c->gpu.x) == CUDA_SUCCESS;
-    c->gpu.gate_gen++;
-    if (shut && nrc == ncclSuccess)
-        *gate_left = 1; /* the caller opens or poisons it */
-    rc = shut || nrc != ncclSuccess ? CUDA_SUCCESS
-         : ended ? prophet_cu.StreamWriteValue32(c->gpu.x, c->gpu.gate_dev, c->gpu.gate_gen,
-                                                 CU_STREAM_WRITE_VALUE_DEFAULT)
-                 : CUDA_ERROR_UNKNOWN;
-    if (rc != CUDA_SUCCESS) {
-        /* The block is in NCCL, on every rank alike; only this rank's gate failed. Second best,
-         * on this rank alone: wait on the host for X's end event (or X: an end event that was
-         * never recorded would not wait), then open the gate word from the host
-         * (PROPHET_HOLD_DROPPED). The comm goes on scheduling: its next blocks are its peers'
-         * blocks (invariant 1). */
-        CUstreamCaptureMode mode = prophet_capture_relax(); /* cuda_driver.h */
-        prophet_comm_fail(c, "opening the block's gate on the internal stream", rc);
-        if ((!ended || prophet_cu.EventSynchronize(end) != CUDA_SUCCESS) &&
-            prophet_cu.StreamSynchronize(c->gpu.x) != CUDA_SUCCESS)
-            /* no way to know when the block ends: the comm stops with an error and the context
-             * is stopped before the gate could open (a gated stream never hangs, and never reads
-             * early) */
-            poisoned = 1;
-        prophet_capture_restore(mode);
-    }
+/* X's gate failed to open behind the block (it is in NCCL, on every rank alike; only this rank's
+ * gate failed). Second best, on this rank alone: wait on the host for X's end event (or X: an end
+ * event that was never recorded would not wait); the caller then opens the gate word from the host
+ * (PROPHET_HOLD_DROPPED). The comm goes on scheduling: its next blocks are its peers' blocks
+ * (invariant 1). 1 when the block is known to have ended. */
+static int prophet_release_wait_host(prophet_comm_t *c, CUresult rc, int ended, CUevent end)
+{
+    CUstreamCaptureMode mode = prophet_capture_relax(); /* cuda_driver.h */
+    int done;
+
+    prophet_comm_fail(c, "opening the block's gate on the internal stream", rc);
+    done = (ended && prophet_cu.EventSynchronize(end) == CUDA_SUCCESS) ||
+           prophet_cu.StreamSynchronize(c->gpu.internal_stream) == CUDA_SUCCESS;
+    prophet_capture_restore(mode);
+    return done;
+}
+
+/* The gate of the block just launched on X (generation c->gpu.gate_gen): X writes it behind the
+ * block, or the host once the block ended. NCCL refused the block (the gate must then not open
+ * over work that never ran), or no one can know when it ends: poisoned ("A dropped call"). shut:
+ * left to the caller (Abort/Revoke). */
+static void prophet_release_gate(prophet_comm_t *c, int shut, ncclResult_t nrc, int ended,
+                                 CUevent end)
+{
+    uint32_t gen = c->gpu.gate_gen;
+    CUresult rc = CUDA_SUCCESS;
+    int poisoned = 0;
+
+    if (!shut && nrc == ncclSuccess)
+        rc = ended ? prophet_cu.StreamWriteValue32(c->gpu.internal_stream, c->gpu.gate_dev, gen,
+                                                   CU_STREAM_WRITE_VALUE_DEFAULT)
+                   : CUDA_ERROR_UNKNOWN;
+    /* no way to know when the block ends: the comm stops with an error and the context is
+     * stopped before the gate could open (a gated stream never hangs, and never reads early) */
+    if (rc != CUDA_SUCCESS)
+        poisoned = !prophet_release_wait_host(c, rc, ended, end);
     if (nrc != ncclSuccess)
-        prophet_release_poison(c, c->gpu.gate_gen, "issuing a released block", nrc);
+        prophet_release_poison(c, gen, "issuing a released block", nrc);
     else if (poisoned)
-        prophet_release_poison(c, c->gpu.gate_gen, "waiting for a block whose gate failed",
+        prophet_release_poison(c, gen, "waiting for a block whose gate failed",
                                ncclUnhandledCudaError);
     else if (!shut)
-        prophet_hold_block_released(c, c->gpu.gate_gen,
+        prophet_hold_block_released(c, gen,
                                     rc == CUDA_SUCCESS ? PROPHET_HOLD_ON_X : PROPHET_HOLD_DROPPED);
+}
+
+/* The block's counters and its TRACE line. */
+static void prophet_release_count(prophet_comm_t *c, const prophet_block_t *b, ncclResult_t nrc)
+{
     c->stats.scheduled += b->n;
     c->stats.blocks++;
     c->stats.block_members += b->n;
@@ -185,30 +176,76 @@ static ncclResult_t prophet_release_launch(prophet_comm_t *c, int shut, int *gat
         c->stats.blocks_multi++;
     prophet_msg(PROPHET_LOG_TRACE, "comm %lu: block %u released: %u calls, %lu bytes (nccl %d)",
                 (unsigned long)c->id, b->number, b->n, (unsigned long)b->bytes, (int)nrc);
+}
+
+/* The launched block's record goes to the poller (its timing), or, with no end event, its events
+ * back to the pool; the pending block is cleared either way. */
+static void prophet_release_record(prophet_comm_t *c, prophet_inflight_t *f, CUevent start,
+                                   CUevent end, int ended)
+{
+    prophet_block_t *b = &c->blocks.pending;
+
     if (!ended) { /* no end event: no timing for the poller */
         free(f);
         prophet_comm_event_put(c, start);
         prophet_comm_event_put(c, end);
         for (uint32_t i = 0; i < b->n; i++)
             prophet_comm_event_put(c, b->m[i].ready);
-        prophet_block_clear(c);
-        return nrc;
+    } else {
+        f->n = b->n;
+        f->deferred = 1;
+        f->start = start;
+        f->end = end;
+        f->bytes = b->bytes;
+        f->block = b->number;
+        memcpy(f->m, b->m, b->n * sizeof(b->m[0]));
+        prophet_inflight_push(c, f);
     }
-    f->n = b->n;
-    f->deferred = 1;
-    f->start = start;
-    f->end = end;
-    f->bytes = b->bytes;
-    f->block = b->number;
-    memcpy(f->m, b->m, b->n * sizeof(b->m[0]));
-    prophet_inflight_push(c, f);
     prophet_block_clear(c);
+}
+
+/* Launches the pending block on X (or the fallback), then its gate, counters and record. shut:
+ * X's gate write is left out and *gate_left set: the caller opens generation c->gpu.gate_gen
+ * (prophet_release_open) or poisons it (Abort/Revoke, comm_life.c). */
+static ncclResult_t prophet_release_launch(prophet_comm_t *c, int shut, int *gate_left)
+{
+    prophet_block_t *b = &c->blocks.pending;
+    prophet_inflight_t *f;
+    ncclResult_t nrc;
+    CUresult rc;
+    CUevent start, end;
+    const char *what = "allocating a block record";
+    int ended;
+
+    if (b->n == 0)
+        return ncclSuccess;
+    if (c->passthrough || c->setup <= 0 || b->on_stream) /* on_stream: reported at the member */
+        return prophet_release_fallback(c, NULL, CUDA_SUCCESS);
+    f = malloc(sizeof(*f) + b->n * sizeof(f->m[0]));
+    start = prophet_comm_event_get(c);
+    end = prophet_comm_event_get(c);
+    rc = CUDA_ERROR_OUT_OF_MEMORY;
+    if (!f || !start || !end)
+        goto fallback;
+    what = "releasing a block on the internal stream";
+    PROPHET_CUCHECKGOTO(prophet_release_wait_ready(c, b, start), rc, fallback);
+    f->release_us = prophet_now_us();
+    nrc = prophet_launch_members(c, b, c->gpu.internal_stream);
+    /* From here on NCCL has the operations (unless it refused them): the gate must open
+     * whatever happens. */
+    ended = prophet_cu.EventRecord(end, c->gpu.internal_stream) == CUDA_SUCCESS;
+    c->gpu.gate_gen++;
+    if (shut && nrc == ncclSuccess)
+        *gate_left = 1; /* the caller opens or poisons it */
+    prophet_release_gate(c, shut, nrc, ended, end);
+    prophet_release_count(c, b, nrc);
+    prophet_release_record(c, f, start, end, ended);
     return nrc;
 fallback:
     free(f);
     prophet_comm_event_put(c, start);
     prophet_comm_event_put(c, end);
-    return prophet_release_fallback(c, "releasing a block on the internal stream", rc);
+    return prophet_release_fallback(c, what, rc);
 }
 
 ncclResult_t prophet_release_pending(prophet_comm_t *c)
@@ -224,7 +261,7 @@ ncclResult_t prophet_release_pending_shut(prophet_comm_t *c, int *gate_left)
 
 void prophet_release_open(prophet_comm_t *c, uint32_t gen)
 {
-    CUresult rc = prophet_cu.StreamWriteValue32(c->gpu.x, c->gpu.gate_dev, gen,
+    CUresult rc = prophet_cu.StreamWriteValue32(c->gpu.internal_stream, c->gpu.gate_dev, gen,
                                                 CU_STREAM_WRITE_VALUE_DEFAULT);
 
     /* the block has completed: from the host is as good */

@@ -20,6 +20,7 @@
 #include "real_libs/nccl_symbols.h"
 #include "engine/readiness_poller.h"
 #include "engine/release.h"
+#include "engine/route.h"
 #include "config/process_config.h"
 
 /* One intercepted ncclAllReduce: its arguments, its stream, and its place in program order
@@ -148,7 +149,7 @@ static int prophet_observe(prophet_comm_t *c, prophet_call_t *k, int64_t ready_u
         /* a profile: plans will read the network (not at a mere lock: Horovod's aperiodic calls
          * lock by chance and break again) */
         prophet_poller_want_probe();
-        /* first plan: agree at the next iteration start (block mode: after measuring) */
+        /* first plan: agree at the next iteration start (hold mode: after measuring) */
         if (p && p->n_calls >= 2 && !c->agree.have_plan &&
             c->agree.next_agree_iter > k->iteration && prophet_cfg.gate != PROPHET_GATE_HOLD)
             c->agree.next_agree_iter = k->iteration;
@@ -208,14 +209,21 @@ static void prophet_unsettled_step(prophet_comm_t *c, const prophet_call_t *k, i
                 PROPHET_BLOCK_MAX * PROPHET_SAMPLE_EVERY);
 }
 
-/* A call that is not held: observed, or (unsettled, outside the sampled runs) straight to NCCL. */
-static int prophet_unsettled_skip(prophet_comm_t *c)
+/* An unsettled comm, outside its sampled runs: a call that is not held goes straight to NCCL. Read
+ * before the verdict; prophet_unsettled_count moves on once a call took the not-held branch. */
+static int prophet_unsettled_skip(const prophet_comm_t *c)
 {
-    prophet_comm_order_t *o = &c->order;
+    const prophet_comm_order_t *o = &c->order;
 
     if (!o->unsettled || prophet_cfg.gate != PROPHET_GATE_HOLD)
         return 0;
-    return (o->unsettled_calls++ / PROPHET_BLOCK_MAX) % PROPHET_SAMPLE_EVERY != 0;
+    return (o->unsettled_calls / PROPHET_BLOCK_MAX) % PROPHET_SAMPLE_EVERY != 0;
+}
+
+static void prophet_unsettled_count(prophet_comm_t *c)
+{
+    if (c->order.unsettled && prophet_cfg.gate == PROPHET_GATE_HOLD)
+        c->order.unsettled_calls++;
 }
 
 /* Observed passthrough (observe mode, or hold mode while the iteration is unknown): the call runs
@@ -270,7 +278,7 @@ static int prophet_holding(const prophet_comm_t *c)
            c->order.stable_iters >= prophet_stable_iters_needed();
 }
 
-/* Block mode, at each iteration start (program order, alike on every rank): is this a
+/* Hold mode, at each iteration start (program order, alike on every rank): is this a
  * measurement iteration, and is it time for the first agreement? Only iterations whose calls are
  * held count (before that, calls pass through and their readiness is our own schedule's). */
 static void prophet_measure_step(prophet_comm_t *c, uint64_t iteration)
@@ -292,7 +300,7 @@ static void prophet_measure_step(prophet_comm_t *c, uint64_t iteration)
         c->agree.next_agree_iter = iteration + 1; /* agree at the next iteration start */
 }
 
-/* Block mode: does the call just added close its block? Program-order data only. */
+/* Hold mode: does the call just added close its block? Program-order data only. */
 static int prophet_closes_block(const prophet_comm_t *c, uint32_t index)
 {
     const prophet_block_t *b = &c->blocks.pending;
@@ -397,6 +405,82 @@ ncclResult_t prophet_allreduce(prophet_comm_t *c, const void *sendbuff, void *re
     return nrc;
 }
 
+/* A stage's verdict (route.c), once decided: counted per reason (the summary line's pass_*) and
+ * one TRACE line. */
+static int prophet_routed(prophet_comm_t *c, const prophet_call_t *k, prophet_route_t r)
+{
+    if (r.verdict == PROPHET_VERDICT_NEXT)
+        return 0;
+    c->stats.route[r.why]++;
+    prophet_msg(PROPHET_LOG_TRACE, "comm %lu: allreduce count=%zu stream %p: %s (%s)",
+                (unsigned long)c->id, k->count, (void *)k->stream, prophet_verdict_name(r.verdict),
+                prophet_route_why_name(r.why));
+    return 1;
+}
+
+/* The program-order release points before the call joins anything: the held block goes first
+ * when the call is on another stream, outside the learned sequence, starts an iteration, breaks
+ * or leaves the sequence, or may not join (rule 7). */
+static void prophet_release_point(prophet_comm_t *c, const prophet_call_t *k, int flags)
+{
+    if (c->blocks.pending.n &&
+        (c->blocks.pending.stream != k->stream || flags < 0 ||
+         (flags & (PROPHET_LEARN_ITER_START | PROPHET_LEARN_RELEARN | PROPHET_LEARN_EXTRA)) ||
+         !prophet_may_join(c, k)))
+        prophet_release_pending(c);
+}
+
+/* Straight to NCCL: whatever this comm holds goes first, in order (no-op inside a user group:
+ * released at its outermost ncclGroupStart). Unlocks. */
+static ncclResult_t prophet_pass(prophet_comm_t *c, const prophet_call_t *k, int in_group)
+{
+    if (!in_group)
+        prophet_release_pending(c);
+    c->stats.passthrough++;
+    prophet_hold_work_own(k->stream, 0); /* real work of the job on the stream */
+    pthread_mutex_unlock(&c->lock);
+    return prophet_real_allreduce(c, k);
+}
+
+/* A failure no rank can handle alone (prophet_comm_error): what it held goes first (the same
+ * group its peers launch), then this call and every later one return the error, unissued.
+ * Unlocks. */
+static ncclResult_t prophet_fail(prophet_comm_t *c, int in_group)
+{
+    ncclResult_t nrc;
+
+    if (!in_group)
+        prophet_release_pending(c);
+    nrc = c->error;
+    pthread_mutex_unlock(&c->lock);
+    return nrc;
+}
+
+/* Carries out a verdict. Unlocks. */
+static ncclResult_t prophet_route_act(prophet_comm_t *c, const prophet_call_t *k, prophet_route_t r,
+                                      int in_group)
+{
+    ncclResult_t nrc;
+
+    switch (r.verdict) {
+    case PROPHET_VERDICT_HOLD:
+        nrc = prophet_hold(c, k);
+        break;
+    case PROPHET_VERDICT_OBSERVE:
+        nrc = prophet_observed_call(c, k);
+        break;
+    case PROPHET_VERDICT_PASS:
+        return prophet_pass(c, k, in_group);
+    default:
+        return prophet_fail(c, in_group);
+    }
+    pthread_mutex_unlock(&c->lock);
+    return nrc;
+}
+
+/* Gathers the facts stage by stage (route.h), acting between the stages in program order: the
+ * setup, the capture query, the learner, the release points, the iteration start's steps. Every
+ * fact is program-order data, the same on every rank (invariant 1). */
 static ncclResult_t prophet_allreduce_in(prophet_comm_t *c, const void *sendbuff, void *recvbuff,
                                          size_t count, ncclDataType_t datatype, ncclRedOp_t op,
                                          CUstream stream)
@@ -410,109 +494,68 @@ static ncclResult_t prophet_allreduce_in(prophet_comm_t *c, const void *sendbuff
                         .arrival_us = prophet_now_us(),
                         .index = UINT32_MAX,
                         .iteration = 0};
-    int in_group = prophet_group_depth() > 0;
+    prophet_route_facts_t f = {.in_group = prophet_group_depth() > 0};
     CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
-    ncclResult_t nrc;
-    CUresult rc;
+    prophet_route_t r;
     int flags;
 
     pthread_mutex_lock(&c->lock);
     c->stats.calls++;
-    if (c->error != ncclSuccess)
-        goto failed;
-    /* non-blocking comms and odd arguments: the same on every rank; the setup (and its vote, a
-     * host wait) at the first such call outside a user group, also the same on every rank */
-    if (!c->blocking || !prophet_schedulable_args(&k) || (!c->setup && in_group))
-        goto passthrough;
-    if (prophet_comm_setup(c, k.stream) != 0)
-        goto setup_failed;
-    /* A comm switched to passthrough by an error of ours keeps observing, so that it keeps
-     * taking part in the plan broadcasts that its peers issue (the NCCL sequence stays equal). */
-    if (!in_group && !c->passthrough && prophet_capture_possible()) {
-        if ((rc = prophet_cu.StreamIsCapturing(k.stream, &cap)) != CUDA_SUCCESS) {
-            /* capture or not decides whether the call may be held: unknown here alone. NCCL's
-             * own enqueue fails the call with ncclUnhandledCudaError in this case. */
+    f.comm_error = c->error != ncclSuccess;
+    f.blocking = c->blocking;
+    f.args_ok = prophet_schedulable_args(&k);
+    f.setup_tried = c->setup != 0;
+    if (prophet_routed(c, &k, r = prophet_route(PROPHET_ROUTE_ENTRY, &f)))
+        goto act;
+    /* the setup (and its vote, a host wait) at the first call outside a user group: the same on
+     * every rank */
+    f.setup_failed = prophet_comm_setup(c, k.stream) != 0;
+    f.comm_error = c->error != ncclSuccess;
+    if (prophet_routed(c, &k, r = prophet_route(PROPHET_ROUTE_SETUP, &f)))
+        goto act;
+    f.comm_passthrough = c->passthrough;
+    f.capture_possible = prophet_capture_possible();
+    if (prophet_route_asks_capture(&f)) {
+        f.capture_failed = prophet_cu.StreamIsCapturing(k.stream, &cap) != CUDA_SUCCESS;
+        f.capturing = !f.capture_failed && cap != CU_STREAM_CAPTURE_STATUS_NONE;
+        if (f.capture_failed) /* NCCL's own enqueue fails the call with this error then */
             prophet_comm_error(c, "cuStreamIsCapturing", ncclUnhandledCudaError);
-            goto failed;
-        }
-        if (cap != CU_STREAM_CAPTURE_STATUS_NONE) {
-            prophet_msg(PROPHET_LOG_TRACE,
-                        "comm %lu: passthrough allreduce count=%zu: stream %p "
-                        "is capturing",
-                        (unsigned long)c->id, k.count, (void *)k.stream);
-            goto passthrough;
-        }
     }
-    flags = prophet_observe(c, &k, in_group ? k.arrival_us : -1);
+    if (prophet_routed(c, &k, r = prophet_route(PROPHET_ROUTE_CAPTURE, &f)))
+        goto act;
+    flags = prophet_observe(c, &k, f.in_group ? k.arrival_us : -1);
     prophet_unsettled_step(c, &k, flags);
-    if (in_group) {
-        /* inside the user's group: it joins that group, untouched (pending blocks were
-         * released at the outermost ncclGroupStart) */
-        prophet_msg(PROPHET_LOG_TRACE, "comm %lu: passthrough allreduce count=%zu in a user group",
-                    (unsigned long)c->id, k.count);
-        goto passthrough;
-    }
-    /* program-order release points before this call joins anything */
-    if (c->blocks.pending.n &&
-        (c->blocks.pending.stream != k.stream || flags < 0 ||
-         (flags & (PROPHET_LEARN_ITER_START | PROPHET_LEARN_RELEARN | PROPHET_LEARN_EXTRA)) ||
-         !prophet_may_join(c, &k)))
-        prophet_release_pending(c);
-    /* an extra call of the job (outside the learned iteration): after what is held, straight to
-     * NCCL, like any other collective (the same on every rank: the learner's flags are a
-     * function of the call sequence) */
-    if (flags >= 0 && (flags & PROPHET_LEARN_EXTRA))
-        goto passthrough;
-    if (flags >= 0 && (flags & PROPHET_LEARN_ITER_START)) {
+    if (prophet_routed(c, &k, r = prophet_route(PROPHET_ROUTE_OBSERVED, &f)))
+        goto act;
+    prophet_release_point(c, &k, flags);
+    f.learner_ok = flags >= 0;
+    f.extra = flags >= 0 && (flags & PROPHET_LEARN_EXTRA);
+    if (prophet_routed(c, &k, r = prophet_route(PROPHET_ROUTE_JOINED, &f)))
+        goto act;
+    f.iter_start = flags >= 0 && (flags & PROPHET_LEARN_ITER_START);
+    if (f.iter_start) {
         prophet_loop_iter_start(c, k.iteration, k.arrival_us);
         prophet_agreement_step(c, k.iteration);
-        if (c->error != ncclSuccess)
-            goto failed;
+        f.comm_error = c->error != ncclSuccess;
+        if (prophet_routed(c, &k, r = prophet_route(PROPHET_ROUTE_AGREED, &f)))
+            goto act;
         prophet_measure_step(c, k.iteration);
         prophet_loop_iter_mark(c, k.iteration, k.stream);
     }
-    if (c->passthrough)
-        goto passthrough;
-    /* an iteration of one call (a tensor-parallel comm's all-reduces all alike): a block of one
-     * is the call itself, so nothing is held, measured or agreed on this comm (program-order
-     * data: the same on every rank) */
-    if (c->order.iter_len == 1 && k.index != UINT32_MAX && flags >= 0)
-        goto passthrough;
-    /* an agreed passthrough plan holds nothing: outside its sampled (measurement) iterations the
-     * call goes straight to NCCL, with no event of ours (agreed data and program order only) */
-    if (c->loop.direct && c->agree.have_plan && !c->order.measuring &&
-        prophet_cfg.gate == PROPHET_GATE_HOLD && k.index != UINT32_MAX && flags >= 0)
-        goto passthrough;
-    if (prophet_cfg.gate != PROPHET_GATE_HOLD || k.index == UINT32_MAX || flags < 0 ||
-        !prophet_holding(c)) {
-        if (prophet_unsettled_skip(c))
-            goto passthrough;
-        nrc = prophet_observed_call(c, &k);
-        pthread_mutex_unlock(&c->lock);
-        return nrc;
-    }
-    nrc = prophet_hold(c, &k);
-    pthread_mutex_unlock(&c->lock);
-    return nrc;
-passthrough:
-    /* in order: whatever this comm holds goes first (no-op inside a user group: released) */
-    if (!in_group)
-        prophet_release_pending(c);
-    c->stats.passthrough++;
-    prophet_hold_work_own(k.stream, 0); /* real work of the job on the stream */
-    pthread_mutex_unlock(&c->lock);
-    return prophet_real_allreduce(c, &k);
-setup_failed:
-    if (c->error == ncclSuccess)
-        goto passthrough; /* every rank passes through (the setup vote) */
-failed:
-    /* a failure no rank can handle alone (prophet_comm_error): what it held goes first (the same
-     * group its peers launch), then this call and every later one return the error, unissued */
-    if (!in_group)
-        prophet_release_pending(c);
-    nrc = c->error;
-    pthread_mutex_unlock(&c->lock);
-    return nrc;
+    f.comm_passthrough = c->passthrough;
+    f.index_known = k.index != UINT32_MAX;
+    f.iter_len_one = c->order.iter_len == 1;
+    f.plan_direct = c->loop.direct;
+    f.have_plan = c->agree.have_plan;
+    f.measuring = c->order.measuring;
+    f.gate_hold = prophet_cfg.gate == PROPHET_GATE_HOLD;
+    f.holding = prophet_holding(c);
+    f.unsettled_skip = prophet_unsettled_skip(c);
+    prophet_routed(c, &k, r = prophet_route(PROPHET_ROUTE_ITERATION, &f));
+    if (r.verdict == PROPHET_VERDICT_OBSERVE || r.why == PROPHET_WHY_UNSETTLED)
+        prophet_unsettled_count(c);
+act:
+    return prophet_route_act(c, &k, r, f.in_group);
 }
 
 void prophet_comm_barrier(ncclComm_t comm)

@@ -4,7 +4,7 @@
 
 #include "engine/comm_state.h"
 
-/* Block mode measures readiness in "measurement iterations": blocks of PROPHET_BLOCK_MAX
+/* Hold mode measures readiness in "measurement iterations": blocks of PROPHET_BLOCK_MAX
  * consecutive calls (phase alternating by half a block), so that no gate of ours stands between
  * the ready events of a block's members. Every iteration measures until a plan is installed, then
  * one in PROPHET_MEASURE_EVERY. The first plan is agreed after PROPHET_MEASURE_WARMUP of them. */

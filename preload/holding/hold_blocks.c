@@ -148,15 +148,15 @@ static void hold_rec_release(hold_rec_t *r, prophet_comm_t *c, int ok)
         if (!prophet_hold_is_released(&r->deps.d[i]))
             return; /* still behind another open block */
     prophet_hold_taint_prune(&r->taint);
-    if (ok && c->gpu.x && r->taint.n == 0) {
+    if (ok && c->gpu.internal_stream && r->taint.n == 0) {
         /* on X, after the block: the other blocks (released), the recording stream's prefix */
         for (int i = 0; i < r->deps.n && rc == CUDA_SUCCESS; i++)
             if (r->deps.d[i].c != c)
-                rc = prophet_hold_gate(c->gpu.x, &r->deps.d[i]);
+                rc = prophet_hold_gate(c->gpu.internal_stream, &r->deps.d[i]);
         if (rc == CUDA_SUCCESS && r->sh)
-            rc = prophet_cu.StreamWaitEvent(c->gpu.x, r->sh->ev, 0);
+            rc = prophet_cu.StreamWaitEvent(c->gpu.internal_stream, r->sh->ev, 0);
         if (rc == CUDA_SUCCESS)
-            rc = prophet_cu.EventRecord(r->ev, c->gpu.x);
+            rc = prophet_cu.EventRecord(r->ev, c->gpu.internal_stream);
         if (rc == CUDA_SUCCESS) {
             prophet_hold_rec_issued(r);
             return;

@@ -119,8 +119,8 @@ CUresult prophet_hold_rec_issue_on_stream(hold_rec_t *r)
     hold_stream_t *s = r->s;
     CUstream on = s->real;
 
-    if (hold_stream_foreign_ptds(s) && r->deps.n > 0 && r->deps.d[0].c->gpu.x) {
-        on = r->deps.d[0].c->gpu.x;
+    if (hold_stream_foreign_ptds(s) && r->deps.n > 0 && r->deps.d[0].c->gpu.internal_stream) {
+        on = r->deps.d[0].c->gpu.internal_stream;
         if (r->sh && (r2 = prophet_cu.StreamWaitEvent(on, r->sh->ev, 0)) != CUDA_SUCCESS)
             rc = r2;
     }

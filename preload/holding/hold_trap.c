@@ -103,7 +103,9 @@ int prophet_hold_block_poisoned(prophet_comm_t *c, uint32_t gen)
     }
     /* on X, behind what it runs (a block NCCL is still running ends at the real Abort first);
      * else on a stream of its own */
-    if (fn && (!c->gpu.x || (rc = hold_trap_on(&a, fn, c->gpu.x, c, gen)) != CUDA_SUCCESS) &&
+    if (fn &&
+        (!c->gpu.internal_stream ||
+         (rc = hold_trap_on(&a, fn, c->gpu.internal_stream, c, gen)) != CUDA_SUCCESS) &&
         (rc = prophet_cu.StreamCreate(&fresh, CU_STREAM_NON_BLOCKING)) == CUDA_SUCCESS)
         rc = hold_trap_on(&a, fn, fresh, c, gen); /* the stream is left to the dying context */
     if (pushed)

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "prophet/sched.h"
+#include "route_reason.h"
 
 #define PROPHET_BLOCK_MAX PROPHET_PLAN_BLOCK_MAX /* members of one block at most (64) */
 
@@ -25,7 +26,7 @@ typedef struct prophet_member {
     uint64_t iteration;
     uint32_t index;
     int64_t arrival_us;
-    int measure; /* block mode: its ready event is a true readiness sample (feed the learner) */
+    int measure; /* hold mode: its ready event is a true readiness sample (feed the learner) */
 } prophet_member_t;
 
 /* A held block: consecutive calls of one (communicator, stream), none launched yet. */
@@ -59,8 +60,8 @@ typedef struct prophet_inflight {
  * released by comm_state.c (prophet_comm_gpu_release, from the poller after retire). */
 typedef struct prophet_comm_gpu {
     CUcontext ctx;
-    CUstream x;          /* internal stream */
-    uint32_t *gate_host; /* [0]: gate generation, device-mapped */
+    CUstream internal_stream; /* X: released blocks, plan broadcasts, gate writes */
+    uint32_t *gate_host;      /* [0]: gate generation, device-mapped */
     CUdeviceptr gate_dev;
     uint32_t gate_gen;
     CUevent base_event; /* a base event per comm to convert GPU times to host instants */
@@ -70,7 +71,7 @@ typedef struct prophet_comm_gpu {
 } prophet_comm_gpu_t;
 
 /* Plan agreement: agreement.c's. The buffers are mapped by comm_life.c's setup; schedule.c
- * resets the schedule when the learner relearns and sets the first agreement in block mode. */
+ * resets the schedule when the learner relearns and sets the first agreement in hold mode. */
 typedef struct prophet_comm_agree {
     void *plan_host; /* PROPHET_PLAN_WIRE_BYTES, device-mapped */
     CUdeviceptr plan_dev;
@@ -97,7 +98,7 @@ typedef struct prophet_comm_models {
 
 /* Program-order bookkeeping: schedule.c's alone (release.c advances block_number). */
 typedef struct prophet_comm_order {
-    int measuring;           /* block mode: this iteration measures readiness */
+    int measuring;           /* hold mode: this iteration measures readiness */
     uint32_t measure_phase;  /* chunk offset of this measurement iteration */
     uint32_t measured_iters; /* measurement iterations since the last relearn */
     uint32_t iter_len;       /* calls per iteration once the profile is ready, else 0 */
@@ -164,11 +165,12 @@ typedef struct prophet_stats {
     uint64_t plans; /* plans agreed (installed) */
     uint64_t plan_rejects;
     uint64_t stall_warnings;
-    uint64_t passthrough; /* calls passed through (every call in call mode) */
+    uint64_t passthrough; /* calls passed through (every call in observe mode) */
     uint64_t observed;    /* calls passed through between events of ours (observed) */
     uint64_t extras;      /* calls outside the learned iteration (PROPHET_LEARN_EXTRA) */
     uint64_t iters;       /* iterations begun under an agreed plan */
     uint64_t trial_iters; /* ... of them under a trial plan other than the kept one */
+    uint64_t route[PROPHET_WHY_COUNT]; /* all-reduces routed, per reason (schedule.c) */
 } prophet_stats_t;
 
 typedef struct prophet_comm {

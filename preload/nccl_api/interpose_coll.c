@@ -9,7 +9,8 @@
 #include "real_libs/nccl_symbols.h"
 #include "engine/schedule.h"
 
-#define PROPHET_REAL(fn, ...)                                                                      \
+/* The real NCCL's fn, or one WARN and ncclInternalError when it has none. */
+#define PROPHET_NCCL_CALL(fn, ...)                                                                 \
     (prophet_nccl.fn ? prophet_nccl.fn(__VA_ARGS__) : prophet_nccl_missing("nccl" #fn))
 
 /* Release point, then the real call: real work of the job on its stream (the holding engine makes
@@ -19,11 +20,11 @@
     do {                                                                                           \
         ncclResult_t r_;                                                                           \
         if (!prophet_active())                                                                     \
-            return PROPHET_REAL(fn, __VA_ARGS__);                                                  \
+            return PROPHET_NCCL_CALL(fn, __VA_ARGS__);                                             \
         prophet_comm_barrier(comm);                                                                \
         prophet_hold_forward_work((CUstream)(strm), 0);                                            \
         prophet_hold_enter();                                                                      \
-        r_ = PROPHET_REAL(fn, __VA_ARGS__);                                                        \
+        r_ = PROPHET_NCCL_CALL(fn, __VA_ARGS__);                                                   \
         prophet_hold_leave();                                                                      \
         return r_;                                                                                 \
     } while (0)
@@ -37,12 +38,12 @@ prophet_allreduce_entry(const void *sendbuff, void *recvbuff, size_t count, nccl
     prophet_comm_t *c;
 
     if (!prophet_active())
-        return PROPHET_REAL(AllReduce, sendbuff, recvbuff, count, datatype, op, comm, stream);
+        return PROPHET_NCCL_CALL(AllReduce, sendbuff, recvbuff, count, datatype, op, comm, stream);
     if ((c = prophet_comm_find(comm)) == NULL) {
         ncclResult_t r;
         prophet_hold_forward_work((CUstream)stream, 0);
         prophet_hold_enter();
-        r = PROPHET_REAL(AllReduce, sendbuff, recvbuff, count, datatype, op, comm, stream);
+        r = PROPHET_NCCL_CALL(AllReduce, sendbuff, recvbuff, count, datatype, op, comm, stream);
         prophet_hold_leave();
         return r;
     }
@@ -137,7 +138,7 @@ PROPHET_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm)
     ncclResult_t r;
 
     prophet_hold_enter();
-    r = PROPHET_REAL(RedOpDestroy, op, comm);
+    r = PROPHET_NCCL_CALL(RedOpDestroy, op, comm);
     prophet_hold_leave();
     return r;
 }

@@ -10,8 +10,9 @@
 #include "real_libs/nccl_symbols.h"
 #include "engine/schedule.h"
 
-/* NCCL's own CUDA calls (communicator set-up and teardown) pass the holding engine's wrappers. */
-#define PROPHET_REAL(fn, ...)                                                                      \
+/* The real NCCL's fn made inside the preload: NCCL's own CUDA calls (communicator set-up and
+ * teardown) pass the holding engine's wrappers. */
+#define PROPHET_NCCL_CALL_INSIDE(fn, ...)                                                          \
     ({                                                                                             \
         ncclResult_t r_;                                                                           \
         prophet_hold_enter();                                                                      \
@@ -31,8 +32,8 @@ PROPHET_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclU
     ncclResult_t rc;
 
     if (!prophet_active())
-        return PROPHET_REAL(CommInitRank, comm, nranks, commId, rank);
-    rc = PROPHET_REAL(CommInitRank, comm, nranks, commId, rank);
+        return PROPHET_NCCL_CALL_INSIDE(CommInitRank, comm, nranks, commId, rank);
+    rc = PROPHET_NCCL_CALL_INSIDE(CommInitRank, comm, nranks, commId, rank);
     if (prophet_created_ok(rc) && comm)
         prophet_comm_life_created(*comm, rank, nranks, NULL, 0, NULL);
     return rc;
@@ -45,8 +46,8 @@ PROPHET_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks,
     ncclResult_t rc;
 
     if (!prophet_active())
-        return PROPHET_REAL(CommInitRankConfig, comm, nranks, commId, rank, config);
-    rc = PROPHET_REAL(CommInitRankConfig, comm, nranks, commId, rank, config);
+        return PROPHET_NCCL_CALL_INSIDE(CommInitRankConfig, comm, nranks, commId, rank, config);
+    rc = PROPHET_NCCL_CALL_INSIDE(CommInitRankConfig, comm, nranks, commId, rank, config);
     if (prophet_created_ok(rc) && comm)
         prophet_comm_life_created(*comm, rank, nranks, config, 0, NULL);
     return rc;
@@ -57,8 +58,8 @@ PROPHET_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const in
     ncclResult_t rc;
 
     if (!prophet_active())
-        return PROPHET_REAL(CommInitAll, comm, ndev, devlist);
-    rc = PROPHET_REAL(CommInitAll, comm, ndev, devlist);
+        return PROPHET_NCCL_CALL_INSIDE(CommInitAll, comm, ndev, devlist);
+    rc = PROPHET_NCCL_CALL_INSIDE(CommInitAll, comm, ndev, devlist);
     if (rc == ncclSuccess && comm)
         for (int i = 0; i < ndev; i++)
             prophet_comm_life_created(comm[i], i, ndev, NULL, 0, NULL);
@@ -72,8 +73,10 @@ PROPHET_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nr
     ncclResult_t rc;
 
     if (!prophet_active())
-        return PROPHET_REAL(CommInitRankScalable, newcomm, nranks, myrank, nId, commIds, config);
-    rc = PROPHET_REAL(CommInitRankScalable, newcomm, nranks, myrank, nId, commIds, config);
+        return PROPHET_NCCL_CALL_INSIDE(CommInitRankScalable, newcomm, nranks, myrank, nId, commIds,
+                                        config);
+    rc = PROPHET_NCCL_CALL_INSIDE(CommInitRankScalable, newcomm, nranks, myrank, nId, commIds,
+                                  config);
     if (prophet_created_ok(rc) && newcomm)
         prophet_comm_life_created(*newcomm, myrank, nranks, config, 0, NULL);
     return rc;
@@ -85,9 +88,9 @@ PROPHET_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, n
     ncclResult_t rc;
 
     if (!prophet_active())
-        return PROPHET_REAL(CommSplit, comm, color, key, newcomm, config);
+        return PROPHET_NCCL_CALL_INSIDE(CommSplit, comm, color, key, newcomm, config);
     prophet_comm_barrier(comm);
-    rc = PROPHET_REAL(CommSplit, comm, color, key, newcomm, config);
+    rc = PROPHET_NCCL_CALL_INSIDE(CommSplit, comm, color, key, newcomm, config);
     if (prophet_created_ok(rc) && newcomm && *newcomm)
         prophet_comm_life_created(*newcomm, -1, -1, config, 1, comm);
     return rc;
@@ -100,11 +103,11 @@ PROPHET_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksLis
     ncclResult_t rc;
 
     if (!prophet_active())
-        return PROPHET_REAL(CommShrink, comm, excludeRanksList, excludeRanksCount, newcomm, config,
-                            shrinkFlags);
+        return PROPHET_NCCL_CALL_INSIDE(CommShrink, comm, excludeRanksList, excludeRanksCount,
+                                        newcomm, config, shrinkFlags);
     prophet_comm_barrier(comm);
-    rc = PROPHET_REAL(CommShrink, comm, excludeRanksList, excludeRanksCount, newcomm, config,
-                      shrinkFlags);
+    rc = PROPHET_NCCL_CALL_INSIDE(CommShrink, comm, excludeRanksList, excludeRanksCount, newcomm,
+                                  config, shrinkFlags);
     if (prophet_created_ok(rc) && newcomm && *newcomm)
         prophet_comm_life_created(*newcomm, -1, -1, config, 1, comm);
     return rc;
@@ -123,19 +126,19 @@ static prophet_comm_t *prophet_retire_handle(ncclComm_t comm, int how)
 PROPHET_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm)
 {
     prophet_retire_handle(comm, PROPHET_RETIRE_DESTROY);
-    return PROPHET_REAL(CommFinalize, comm);
+    return PROPHET_NCCL_CALL_INSIDE(CommFinalize, comm);
 }
 
 PROPHET_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm)
 {
     prophet_retire_handle(comm, PROPHET_RETIRE_DESTROY);
-    return PROPHET_REAL(CommDestroy, comm);
+    return PROPHET_NCCL_CALL_INSIDE(CommDestroy, comm);
 }
 
 PROPHET_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm)
 {
     prophet_comm_t *busy = prophet_retire_handle(comm, PROPHET_RETIRE_ABORT);
-    ncclResult_t rc = PROPHET_REAL(CommAbort, comm);
+    ncclResult_t rc = PROPHET_NCCL_CALL_INSIDE(CommAbort, comm);
 
     if (busy)
         prophet_comm_retire_after(busy, PROPHET_RETIRE_ABORT);
@@ -145,7 +148,7 @@ PROPHET_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm)
 PROPHET_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags)
 {
     prophet_comm_t *busy = prophet_retire_handle(comm, PROPHET_RETIRE_REVOKE);
-    ncclResult_t rc = PROPHET_REAL(CommRevoke, comm, revokeFlags);
+    ncclResult_t rc = PROPHET_NCCL_CALL_INSIDE(CommRevoke, comm, revokeFlags);
 
     if (busy)
         prophet_comm_retire_after(busy, PROPHET_RETIRE_REVOKE);
@@ -162,12 +165,12 @@ PROPHET_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t 
     int freed = 0;
 
     if (!prophet_active() || !asyncError || !prophet_comm_sticky_error(comm, &sticky, &freed))
-        return PROPHET_REAL(CommGetAsyncError, comm, asyncError);
+        return PROPHET_NCCL_CALL_INSIDE(CommGetAsyncError, comm, asyncError);
     if (freed) {
         *asyncError = sticky;
         return ncclSuccess;
     }
-    rc = PROPHET_REAL(CommGetAsyncError, comm, asyncError);
+    rc = PROPHET_NCCL_CALL_INSIDE(CommGetAsyncError, comm, asyncError);
     if (rc == ncclSuccess && *asyncError == ncclSuccess)
         *asyncError = sticky;
     return rc;

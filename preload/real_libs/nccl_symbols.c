@@ -145,6 +145,13 @@ int prophet_nccl_supported(void)
     return major == 2 && minor >= 12;
 }
 
+const char *prophet_nccl_errstr(ncclResult_t rc)
+{
+    const char *s = prophet_nccl.GetErrorString ? prophet_nccl.GetErrorString(rc) : NULL;
+
+    return s ? s : "unknown NCCL error";
+}
+
 ncclResult_t prophet_nccl_missing(const char *name)
 {
     prophet_msg(PROPHET_LOG_WARN, "the real NCCL has no %s", name);

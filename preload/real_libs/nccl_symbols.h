@@ -55,6 +55,8 @@ int prophet_nccl_supported(void);
 #define PROPHET_NCCL_REVIEWED_MINOR 28
 /* 1 when NCCL is newer than the releases reviewed. */
 int prophet_nccl_newer_than_reviewed(void);
+/* ncclGetErrorString's text of rc, or "unknown NCCL error" without the real NCCL. */
+const char *prophet_nccl_errstr(ncclResult_t rc);
 /* Called by a wrapper whose real symbol is missing: one WARN and ncclInternalError. */
 ncclResult_t prophet_nccl_missing(const char *name);
 

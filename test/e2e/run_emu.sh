@@ -20,6 +20,9 @@
 #             all ranks: an event logged once, not at every re-agreement)
 #           | poller:MAX (every rank's summary: poller_busy_hz=N with 0 < N <= MAX, the readiness
 #             poller's passes a second while it had work; a loaded host only lowers N)
+#           | reasons:REGEX (every summary line: passthrough=N is observed=M plus the sum of its
+#             pass_REASON=K, the calls sent straight to NCCL per reason; and one summary line per
+#             rank, or more, matches REGEX)
 #   PLAN    the plan check shared by every e2e test (check_plan.py on the run's PROPHET_LOG):
 #           agreed  every rank's summary has plans>=1 and plan_rejects=0, and every rank agreed
 #                   the same plans
@@ -195,6 +198,22 @@ poller:*)
         "than $max times a second, or never ($n summaries with the figure)"
     grep "prophet: .*INFO summary comm" "$out" |
         sed -n 's/.*\(rank [0-9]*\/[0-9]*\).* \(poller_busy_hz=[0-9]*\).*/\1 \2/p' ;;
+reasons:*)
+    re=${check#reasons:}
+    bad=$(grep "prophet: .*INFO summary comm" "$out" | awk '{
+        p = -1; o = -1; s = 0
+        for (i = 1; i <= NF; i++) {
+            split($i, kv, "=")
+            if (kv[1] == "passthrough") p = kv[2]
+            else if (kv[1] == "observed") o = kv[2]
+            else if (kv[1] ~ /^pass_/) s += kv[2]
+        }
+        if (p < 0 || o < 0 || p != o + s) print
+    }')
+    [ -z "$bad" ] || fail "passthrough is not observed plus the pass_* reasons:$(printf '\n%s' "$bad")"
+    n=$(grep "prophet: .*INFO summary comm" "$out" | grep -Ec -- "$re")
+    [ "$n" -ge "$ranks" ] || fail "$n summary lines matching '$re' for $ranks ranks"
+    grep "prophet: .*INFO summary comm" "$out" | grep -E -- "$re" | head -n 1 ;;
 *) fail "bad CHECK $check" ;;
 esac
 case $plan in
