@@ -1,4 +1,4 @@
-/* Agreement of plans (invariant 1). Plans come from timing data that differ per rank, so only
+/* Agreement of plans (I1). Plans come from timing data that differ per rank, so only
  * rank 0 makes one; at the first call of iteration K (program order: K = learn_iters, then every
  * replan_iters) every rank broadcasts PROPHET_PLAN_WIRE_BYTES from rank 0 on its internal stream,
  * and at the first call of iteration K + 2 or later installs what arrived. Whether a plan is used

@@ -98,7 +98,7 @@ void prophet_comm_fail(prophet_comm_t *c, const char *what, CUresult rc)
         c->passthrough = 1;
         return;
     }
-    /* One rank alone must never change the NCCL calls it issues (invariant 1): the caller works
+    /* One rank alone must never change the NCCL calls it issues (I1): the caller works
      * around this failure here, with the same calls in the same groups. */
     level = c->local_faults++ ? PROPHET_LOG_TRACE : PROPHET_LOG_WARN;
     prophet_msg(level,

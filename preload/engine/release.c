@@ -124,7 +124,7 @@ static CUresult prophet_release_wait_ready(prophet_comm_t *c, const prophet_bloc
  * gate failed). Second best, on this rank alone: wait on the host for X's end event (or X: an end
  * event that was never recorded would not wait); the caller then opens the gate word from the host
  * (PROPHET_HOLD_DROPPED). The comm goes on scheduling: its next blocks are its peers' blocks
- * (invariant 1). 1 when the block is known to have ended. */
+ * (I1). 1 when the block is known to have ended. */
 static int prophet_release_wait_host(prophet_comm_t *c, CUresult rc, int ended, CUevent end)
 {
     CUstreamCaptureMode mode = prophet_capture_relax(); /* cuda_driver.h */

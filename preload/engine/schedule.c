@@ -2,7 +2,7 @@
  * then, by gate mode, launch it at once (observe) or hold it in the comm's pending block (hold:
  * its completion is held, the holding engine, preload/holding/, keeps every consumer exact).
  * Every decision here is a function of the program-order sequence of calls and of agreed plan
- * data (invariant 1): time is only measured, never consulted. */
+ * data (I1): time is only measured, never consulted. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -420,7 +420,7 @@ static int prophet_routed(prophet_comm_t *c, const prophet_call_t *k, prophet_ro
 
 /* The program-order release points before the call joins anything: the held block goes first
  * when the call is on another stream, outside the learned sequence, starts an iteration, breaks
- * or leaves the sequence, or may not join (rule 7). */
+ * or leaves the sequence, or may not join (H7). */
 static void prophet_release_point(prophet_comm_t *c, const prophet_call_t *k, int flags)
 {
     if (c->blocks.pending.n &&
@@ -480,7 +480,7 @@ static ncclResult_t prophet_route_act(prophet_comm_t *c, const prophet_call_t *k
 
 /* Gathers the facts stage by stage (route.h), acting between the stages in program order: the
  * setup, the capture query, the learner, the release points, the iteration start's steps. Every
- * fact is program-order data, the same on every rank (invariant 1). */
+ * fact is program-order data, the same on every rank (I1). */
 static ncclResult_t prophet_allreduce_in(prophet_comm_t *c, const void *sendbuff, void *recvbuff,
                                          size_t count, ncclDataType_t datatype, ncclRedOp_t op,
                                          CUstream stream)

@@ -1,8 +1,8 @@
-/* The per-communicator engine's side of the holding engine (docs/completion-holding.md, rules 1, 7
+/* The per-communicator engine's side of the holding engine (docs/completion-holding.md, H1, H7
  * and 8; holding.h, "the scheduler's side"): before a call is held, the open blocks of other
- * communicators that its stream is behind are released (rule 7); whether a call may join its
- * communicator's open block (rule 7); a held call (rule 1); a released block, and the virtual
- * records issued behind it (rule 8). */
+ * communicators that its stream is behind are released (H7); whether a call may join its
+ * communicator's open block (H7); a held call (H1); a released block, and the virtual
+ * records issued behind it (H8). */
 #include <stdlib.h>
 
 #include "comm.h"

@@ -1,8 +1,8 @@
-/* What the wrappers enqueue on a stream (docs/completion-holding.md, rules 2, 3 and 4): an event
- * record, which becomes virtual on a stream behind an open block (rule 2; never for an interprocess
- * event: "Interprocess events"), a stream wait, which absorbs a virtual record (rule 3; with one
+/* What the wrappers enqueue on a stream (docs/completion-holding.md, H2, H3 and H4): an event
+ * record, which becomes virtual on a stream behind an open block (H2; never for an interprocess
+ * event: "Interprocess events"), a stream wait, which absorbs a virtual record (H3; with one
  * another thread's open block it first waits on the host for its release: hold_gates.c), and real
- * work, the wrappers' and the preload's own (rule 4). */
+ * work, the wrappers' and the preload's own (H4). */
 #include <stdlib.h>
 
 #include "holding/holding.h"
@@ -109,7 +109,7 @@ out:
  * comm lock held, cannot release another thread's block), and the gate would sit ahead of the
  * block's launch in a shared hardware queue (hold_gates.c). So a wait on a virtual record of
  * another thread's open blocks waits on the host for their release here, where no comm lock is
- * held, as a host synchronisation does (rule 6). Called locked; drops the lock while it waits. */
+ * held, as a host synchronisation does (H6). Called locked; drops the lock while it waits. */
 static void hold_wait_foreign(CUevent e)
 {
     hold_depset_t foreign = {0};

@@ -1,9 +1,9 @@
-/* Making a held block's dependencies real (docs/completion-holding.md, rules 4, 6 and 8, "Rank
+/* Making a held block's dependencies real (docs/completion-holding.md, H4, H6 and H8, "Rank
  * consistency" and "Rank-local host events"): a GPU gate on a block's gate word (a released
  * block's only; the host waits where a gate cannot be written), issuing a virtual record behind
  * gates, materialising a stream before real work, releasing the open blocks a host
  * synchronisation is behind (by their issuing thread at its program-order point; another thread
- * waits on the host), and real work on a stream (rule 4), which never runs behind an open block
+ * waits on the host), and real work on a stream (H4), which never runs behind an open block
  * in any of CUDA_DEVICE_MAX_CONNECTIONS' hardware queues. */
 #include "holding/hold_gates.h"
 
@@ -286,7 +286,7 @@ void prophet_hold_release_or_wait(hold_dep_t *open, int n)
  * thread releases it, as at a host synchronisation. A gate then always waits for work issued
  * before it, and no mapping of streams onto FIFO queues can deadlock. */
 
-/* Real work on s (rule 4): every open block s is virtually behind is released first (by its
+/* Real work on s (H4): every open block s is virtually behind is released first (by its
  * issuing thread; another thread waits for that release), then s really waits for the released
  * blocks and its pending virtual records are issued behind those gates. may_release is 0 on the
  * scheduler's own path (comm lock held, nothing released there). */

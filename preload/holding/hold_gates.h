@@ -13,7 +13,7 @@ void prophet_hold_collect_open(const hold_depset_t *s, hold_depset_t *out);
 /* Drops the engine lock around each release. */
 void prophet_hold_release_or_wait(hold_dep_t *open, int n);
 /* Real work on s (takes the engine lock: not held by the caller); may_release: the open blocks
- * behind s are released first (rule 4; 0 on the scheduler's own path, comm lock held). */
+ * behind s are released first (H4; 0 on the scheduler's own path, comm lock held). */
 void prophet_hold_work(CUstream s, int ptsz, int may_release);
 
 #endif

@@ -63,7 +63,7 @@ static void hold_release_behind(const hold_depset_t *a, const hold_depset_t *b)
 
 /* A record of interprocess event e on h (engine lock held; the driver records e after it). The
  * other process may synchronise on e, which the engine cannot see: as at a host synchronisation
- * (rule 6) the open blocks that h is behind are released here, a program-order point of their
+ * (H6) the open blocks that h is behind are released here, a program-order point of their
  * issuing thread (another thread's block is waited for, as a host synchronisation on another
  * thread waits: a GPU gate waits for released blocks only, hold_gates.c), then h really waits for
  * them and the record is real, behind the gates. */

@@ -1,11 +1,11 @@
 /* Queries, host synchronisations, frees and the life of events and streams
- * (docs/completion-holding.md, rules 5, 6, 8 and 11, and "Rank-local host events"): a query or an
+ * (docs/completion-holding.md, H5, H6, H8 and H11, and "Rank-local host events"): a query or an
  * elapsed time on something behind a held block answers NOT_READY and releases nothing, unless its
- * issuing thread polls it (rule 5); an event or stream synchronisation releases (or waits for) the
- * open blocks it is behind first (rule 6); a context synchronisation or a free, which names no held
+ * issuing thread polls it (H5); an event or stream synchronisation releases (or waits for) the
+ * open blocks it is behind first (H6); a context synchronisation or a free, which names no held
  * call, releases only what the driver would wait for forever; an event's destruction is deferred
- * while it has a virtual record (rule 8), a stream's is a synchronisation (rule 6) and forgets it;
- * a created stream's flags (rule 11). */
+ * while it has a virtual record (H8), a stream's is a synchronisation (H6) and forgets it;
+ * a created stream's flags (H11). */
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -16,7 +16,7 @@
 #include "config/process_config.h"
 #include "real_libs/cuda_driver.h"
 
-/* ---- polling (rule 5) ------------------------------------------------------------------------
+/* ---- polling (H5) ------------------------------------------------------------------------
  * A query of something behind a held block answers NOT_READY and releases nothing: a watchdog
  * thread's queries never change the grouping. But a thread that waits for a held call by polling
  * it (TORCH_NCCL_BLOCKING_WAIT=1, work.wait(timeout), `while not work.is_completed()`) would spin

@@ -2,7 +2,7 @@
  * lock and the functions that keep them; nothing here enqueues work on a stream of the job. The
  * communicator table (any number of communicators), the dependency sets (any size), the pool of
  * the engine's own events (shadows), the stream table (the default streams normalised; the legacy
- * stream's implicit synchronisation: rule 11), the record table (virtual records, and real ones
+ * stream's implicit synchronisation: H11), the record table (virtual records, and real ones
  * that carry a taint), arming (prophet_hold_armed_) and the fork guard ("Process and scale
  * limits": fork, any number of communicators, dependency sets of any size, streams forgotten with
  * their stream). Types and lock: hold_tables.h. */

@@ -8,12 +8,12 @@
  *                          tables, the fork guard and arming ("State"; "Process and scale limits")
  *   hold_gates.c           making dependencies real: GPU gates (on released blocks only: the
  *                          hardware queues), issuing virtual records, materialising a stream,
- *                          release-or-wait on the host (rules 4, 6, 8; "Rank consistency")
- *   hold_enqueue.c         an event record, a stream wait, real work (rules 2, 3, 4)
+ *                          release-or-wait on the host (H4, H6, H8; "Rank consistency")
+ *   hold_enqueue.c         an event record, a stream wait, real work (H2, H3, H4)
  *   hold_sync.c            queries and polls, elapsed time, host synchronisations, frees,
- *                          destroys, stream creation (rules 5, 6, 8, 11; "Rank-local host events")
+ *                          destroys, stream creation (H5, H6, H8, H11; "Rank-local host events")
  *   hold_blocks.c          the per-communicator engine's side: before a call, joining, a held call,
- *                          a released block (rules 1, 7, 8)
+ *                          a released block (H1, H7, H8)
  *   hold_special_events.c  interprocess events, graph event nodes, context-wide records and waits,
  *                          EXTERNAL records and waits ("Interprocess events"; "Events ordered
  *                          out of the engine's sight")

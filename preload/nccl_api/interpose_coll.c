@@ -132,7 +132,7 @@ PROPHET_EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_
 
 /* PyTorch destroys a PREMUL_SUM op right after the call that used it returns. A call with a custom
  * op is never held (prophet_schedulable_args), so it was launched before this: the destruction
- * passes through unchanged (docs/completion-holding.md, rule 9). */
+ * passes through unchanged (docs/completion-holding.md, H9). */
 PROPHET_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm)
 {
     ncclResult_t r;

@@ -1,5 +1,5 @@
 /* The eBPF throughput reader lives in a plugin, libprophet_bw.so, next to libprophet.so, because it
- * needs libbpf.so.1 and the preload must load on a machine without libbpf (invariant 5). These
+ * needs libbpf.so.1 and the preload must load on a machine without libbpf (I5). These
  * definitions of the include/prophet/bw.h API forward to the plugin, loaded once on first use
  * through the newest interface version both know (include/prophet/bw_plugin.h); when it cannot be
  * loaded, prophet_bw_open() returns NULL with the loader's reason. */
