@@ -7,7 +7,7 @@
 #include "prophet/bw.h"
 #include "prophet/bw_plugin.h"
 #include "real_libs/dlsym_real.h"
-#include "debug_log/log_line.h"
+#include "debug_lines/log_line.h"
 #include "config/process_config.h" /* prophet_msg reads the level from it */
 
 #include <dlfcn.h>
