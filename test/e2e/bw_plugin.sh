@@ -5,13 +5,15 @@
 #   v1       the plugin is used: each rank says "eBPF throughput from fixture-v1", no WARN
 #   unknown  a plugin with no version the preload knows: one WARN per rank naming the versions it
 #            looks for, the probe is off and the bandwidth fitted (the INFO line says why)
-# usage: bw_plugin.sh BUILD PROFILE PLUGIN v1|unknown
+#   none     no plugin beside it (PLUGIN -: so no libbpf.so.1 either, I5): one INFO line says
+#            why, the bandwidth is fitted
+# usage: bw_plugin.sh BUILD PROFILE PLUGIN|- v1|unknown|none
 set -u
 build=$1 prof=$2 plugin=$3 want=$4
 dir=$(mktemp -d) || exit 1
 trap 'rm -rf "$dir"' EXIT
 cp "$build/lib/libprophet.so" "$dir/"
-cp "$plugin" "$dir/libprophet_bw.so"
+[ "$plugin" = - ] || cp "$plugin" "$dir/libprophet_bw.so"
 out=$dir/out
 env LD_LIBRARY_PATH="$build/lib/emu" LD_PRELOAD="$dir/libprophet.so" PROPHET_DEBUG=INFO \
     "$build/bin/prophet-emu" --ranks 2 --profile "$prof" --mode ddp --iters 12 --scale 0.05 \
@@ -32,7 +34,11 @@ unknown)
     grep -q 'prophet: .*INFO no eBPF throughput (.*libprophet_bw.so: it exports no plugin interface version .*); using bandwidth fitted' "$out" ||
         fail "no fallback line"
     ;;
-*) echo "usage: bw_plugin.sh BUILD PROFILE PLUGIN v1|unknown"; exit 2 ;;
+none)
+    grep -q "prophet: .*INFO no eBPF throughput (no eBPF support: .*libprophet_bw.so.*); using bandwidth fitted" "$out" ||
+        fail "no fallback line"
+    ;;
+*) echo "usage: bw_plugin.sh BUILD PROFILE PLUGIN|- v1|unknown|none"; exit 2 ;;
 esac
-grep -m1 'prophet: .*\(eBPF plugin\|eBPF throughput from\)' "$out"
+grep -m1 'prophet: .*\(eBPF plugin\|eBPF throughput from\|no eBPF throughput\)' "$out"
 echo PASS
