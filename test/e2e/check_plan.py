@@ -49,9 +49,13 @@ NOISE_Z = 2.0  # PROPHET_TRIAL_NOISE_Z
 CANDIDATES = ["optimal", "passthrough", "prophet", "fusion", "buckets", "optimal-alpha4",
               "optimal-bw2"]  # PROPHET_CAND_* in order
 # the loop's mark and the first call's ready event are two records in a row on one stream: their
-# GPU instants differ by the time the stream takes between them (on the emulated driver, a
-# stream thread descheduled between the two on a loaded 2-core host: up to 1.5% seen)
-MARK_TOL_US = 500
+# GPU instants differ by the time the stream takes between them. On the emulated driver that is
+# the stream thread's, and nothing bounds how long a host thread is descheduled between two
+# records: with 4 ranks' threads on 2 cores (the test alone on the host), 3.8 ms of a 66 ms
+# iteration were seen. The bound is a few of the scheduler's time slices (CFS: 3-4 ms each at
+# 2 CPUs), under what the check is for: a mark recorded at another point of the iteration (after
+# a held block, on another stream) moves by that block's time, tens of ms here
+MARK_TOL_US = 10000
 MARK_TOL = 0.05
 NEAR = 0.10  # PROPHET_TRIAL_NEAR: a runner-up this near the leader duels it too
 PAIRS_MIN, PAIRS_MAX = 2, 4  # PROPHET_TRIAL_PAIRS_MIN, _MAX
