@@ -2,7 +2,7 @@
 # The test command: installs what is missing, builds, and runs the suite with ctest.
 #   scripts/test.sh            normal build + all default tests, then ASan+UBSan and TSan passes
 #                              over the tests labelled `sanitize`, then short libFuzzer runs, then
-#                              what a user installs built with gcc in the four build types and
+#                              what a user installs built with gcc Debug, Release, MinSizeRel and
 #                              clang Debug, warnings as errors, the whole tree with clang Release
 #                              (scripts/build-matrix.sh, ~1-2 min), then the Debian package built,
 #                              installed, run and removed (scripts/deb-check.sh, root, ~20 s)
@@ -148,10 +148,12 @@ if [ $quick -eq 0 ]; then
   # Short libFuzzer runs (clang) over the seed corpora in test/fuzz/corpus.
   CC=clang BUILD_TARGETS="fuzz_config fuzz_profile fuzz_report" \
     run_suite build-fuzz -DPROPHET_FUZZ=ON -- -L fuzz || rc=1
-  # Users build Release (or any other type) with either compiler: it must build clean.
-  echo "=== build matrix: gcc x Debug, Release, RelWithDebInfo, MinSizeRel; clang x Debug, Release"
+  # Users build Release (or any other type) with either compiler: it must build clean. gcc's
+  # RelWithDebInfo is left out: build/ above is that very configuration, warnings as errors, the
+  # whole tree (CI's 20 minutes are near).
+  echo "=== build matrix: gcc x Debug, Release, MinSizeRel; clang x Debug, Release"
   t0=$SECONDS
-  if bash scripts/build-matrix.sh --skip "clang-RelWithDebInfo clang-MinSizeRel"; then
+  if bash scripts/build-matrix.sh --skip "gcc-RelWithDebInfo clang-RelWithDebInfo clang-MinSizeRel"; then
     total_passed=$((total_passed + 1))
   else
     total_failed=$((total_failed + 1)); rc=1
