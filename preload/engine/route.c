@@ -10,11 +10,6 @@ static const char *const prophet_route_names[PROPHET_WHY_COUNT] = {
     PROPHET_ROUTE_REASONS(PROPHET_ROUTE_NAME_)};
 #undef PROPHET_ROUTE_NAME_
 
-#define PROPHET_ROUTE_VERDICT_(id, verdict, name) PROPHET_VERDICT_##verdict,
-static const prophet_verdict_t prophet_route_verdicts[PROPHET_WHY_COUNT] = {
-    PROPHET_ROUTE_REASONS(PROPHET_ROUTE_VERDICT_)};
-#undef PROPHET_ROUTE_VERDICT_
-
 const char *prophet_route_why_name(prophet_route_why_t why)
 {
     return (unsigned)why < PROPHET_WHY_COUNT ? prophet_route_names[why] : "?";
@@ -22,7 +17,7 @@ const char *prophet_route_why_name(prophet_route_why_t why)
 
 prophet_verdict_t prophet_route_why_verdict(prophet_route_why_t why)
 {
-    return (unsigned)why < PROPHET_WHY_COUNT ? prophet_route_verdicts[why] : PROPHET_VERDICT_NEXT;
+    return prophet_why(why).verdict; /* the one mapping, route.h */
 }
 
 const char *prophet_verdict_name(prophet_verdict_t v)
